@@ -1,0 +1,59 @@
+// C entry points for fio_glue.c. Exceptions end here: each is logged once
+// with its message (which names the option or the failing step).
+#include <exception>
+
+#include "../../lib/log.hpp"
+#include "../mpnvme_engine.h"
+#include "session.hpp"
+
+using mpnvme::log;
+using mpnvme::host::Session;
+
+struct mpnvme_session {
+  Session s;
+};
+
+extern "C" {
+
+int mpnvme_probe(const mpnvme_opts *o, const mpnvme_job *j, unsigned long long *bytes) {
+  try {
+    Session s(mpnvme::host::parse_engine_options(*o), *j);
+    s.probe();
+    *bytes = s.size_bytes();
+    return 0;
+  } catch (const std::exception &e) {
+    log().error("job {}: {}", j->name ? j->name : "", e.what());
+    return -1;
+  }
+}
+
+mpnvme_session *mpnvme_open(const mpnvme_opts *o, const mpnvme_job *j) {
+  try {
+    auto *s = new mpnvme_session{Session(mpnvme::host::parse_engine_options(*o), *j)};
+    try {
+      s->s.open();
+    } catch (...) {
+      delete s;
+      throw;
+    }
+    return s;
+  } catch (const std::exception &e) {
+    log().error("job {}: {}", j->name ? j->name : "", e.what());
+    return nullptr;
+  }
+}
+
+int mpnvme_queue(mpnvme_session *s, const mpnvme_io *io, int *error) { return s->s.queue(*io, *error); }
+void mpnvme_commit(mpnvme_session *s) { s->s.commit(); }
+int mpnvme_getevents(mpnvme_session *s, unsigned min, unsigned max, long long timeout_ns) { return s->s.getevents(min, max, timeout_ns); }
+void *mpnvme_event(mpnvme_session *s, unsigned i, int *error) { return s->s.event(i, *error); }
+
+void mpnvme_close(mpnvme_session *s) {
+  try {
+    delete s;
+  } catch (const std::exception &e) {
+    log().warn("close: {}", e.what());
+  }
+}
+
+} // extern "C"

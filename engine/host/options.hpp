@@ -1,0 +1,44 @@
+// Engine options checked and converted from what fio stored. Every refusal
+// names the option and the accepted forms.
+#pragma once
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "../../lib/host_identity.hpp"
+#include "../../lib/paths.hpp"
+#include "../../lib/pdu.hpp"
+#include "../../lib/priority_pairs.hpp"
+#include "../../lib/sock.hpp"
+#include "../mpnvme_engine.h"
+
+namespace mpnvme::host {
+
+enum class IoPolicy { Numa, RoundRobin, QueueDepth };
+const char *iopolicy_name(IoPolicy p);
+enum class TrimMode { Dsm, WriteZeroes };
+
+struct EngineOptions {
+  std::vector<PathAddr> paths;
+  Transport transport = Transport::Mptcp;
+  std::string subnqn;
+  HostIdentity host;
+  uint32_t nsid = 1;
+  std::string host_traddr, host_iface;
+  unsigned queue_size = 0; // 0: derived from iodepth
+  unsigned kato_ms = 5000;
+  pdu::Digests digests;
+  PriorityPairs sk_priority, tos;
+  IoPolicy iopolicy = IoPolicy::Numa;
+  TrimMode trim_mode = TrimMode::Dsm;
+  bool disable_sqflow = true;
+  std::chrono::milliseconds connect_timeout{10000};
+};
+
+constexpr unsigned kDefaultKatoSeconds = 5;
+constexpr unsigned kMaxQueueSize = 1024;
+
+// Throws std::invalid_argument with a message that names the option.
+EngineOptions parse_engine_options(const mpnvme_opts &o);
+
+} // namespace mpnvme::host

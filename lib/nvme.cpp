@@ -1,0 +1,284 @@
+#include "nvme.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "wire.hpp"
+
+namespace mpnvme::nvme {
+using namespace wire;
+
+uint16_t Sqe::cid() const { return get16(b.data(), 2); }
+void Sqe::set_cid(uint16_t cid) { put16(b.data(), 2, cid); }
+uint32_t Sqe::nsid() const { return get32(b.data(), 4); }
+uint32_t Sqe::cdw(int n) const { return get32(b.data(), static_cast<size_t>(n) * 4); }
+void Sqe::set_cdw(int n, uint32_t v) { put32(b.data(), static_cast<size_t>(n) * 4, v); }
+void Sqe::set_sgl(uint64_t addr, uint32_t len, uint8_t type) {
+  put64(b.data(), 24, addr);
+  put32(b.data(), 32, len);
+  b[36] = b[37] = b[38] = 0;
+  b[39] = type;
+}
+uint32_t Sqe::sgl_len() const { return get32(b.data(), 32); }
+uint8_t Sqe::sgl_type() const { return b[39]; }
+uint64_t Sqe::sgl_addr() const { return get64(b.data(), 24); }
+
+Sqe make_cmd(uint8_t opcode, uint32_t nsid) {
+  Sqe s;
+  s.b[0] = opcode;
+  s.b[1] = kPsdtSgl;
+  put32(s.b.data(), 4, nsid);
+  s.set_sgl(0, 0, kSglTransportDataBlock);
+  return s;
+}
+
+Sqe make_rw(uint8_t opcode, uint32_t nsid, uint64_t slba, uint32_t nlb) {
+  Sqe s = make_cmd(opcode, nsid);
+  put64(s.b.data(), 40, slba);
+  s.set_cdw(12, (nlb - 1) & 0xffff);
+  return s;
+}
+
+Sqe make_identify(uint8_t cns, uint32_t nsid) {
+  Sqe s = make_cmd(kAdminIdentify, nsid);
+  s.set_cdw(10, cns);
+  return s;
+}
+
+Sqe make_set_features(uint8_t fid, uint32_t cdw11) {
+  Sqe s = make_cmd(kAdminSetFeatures, 0);
+  s.set_cdw(10, fid);
+  s.set_cdw(11, cdw11);
+  return s;
+}
+
+static Sqe make_fabrics(uint8_t fctype) {
+  Sqe s;
+  s.b[0] = kFabricsOpcode;
+  s.b[1] = kPsdtSgl;
+  s.b[4] = fctype;
+  s.set_sgl(0, 0, kSglTransportDataBlock);
+  return s;
+}
+
+Sqe make_property_get(uint32_t offset, bool eight_bytes) {
+  Sqe s = make_fabrics(kFctPropertyGet);
+  s.b[40] = eight_bytes ? 1 : 0;
+  put32(s.b.data(), 44, offset);
+  return s;
+}
+
+Sqe make_property_set(uint32_t offset, uint64_t value, bool eight_bytes) {
+  Sqe s = make_fabrics(kFctPropertySet);
+  s.b[40] = eight_bytes ? 1 : 0;
+  put32(s.b.data(), 44, offset);
+  put64(s.b.data(), 48, value);
+  return s;
+}
+
+Sqe make_connect(uint16_t qid, uint16_t sqsize_0based, uint8_t cattr, uint32_t kato_ms) {
+  Sqe s = make_fabrics(kFctConnect);
+  put16(s.b.data(), 40, 0); // recfmt
+  put16(s.b.data(), 42, qid);
+  put16(s.b.data(), 44, sqsize_0based);
+  s.b[46] = cattr;
+  put32(s.b.data(), 48, kato_ms);
+  return s;
+}
+
+Sqe make_disconnect() { return make_fabrics(kFctDisconnect); }
+
+static void put_str(uint8_t *dst, size_t cap, const std::string &s) {
+  std::memset(dst, 0, cap);
+  std::memcpy(dst, s.data(), std::min(s.size(), cap - 1));
+}
+
+static std::string get_str(const uint8_t *src, size_t cap) {
+  size_t n = strnlen(reinterpret_cast<const char *>(src), cap);
+  return std::string(reinterpret_cast<const char *>(src), n);
+}
+
+void encode_connect_data(uint8_t out[kConnectDataLen], const ConnectData &d) {
+  std::memset(out, 0, kConnectDataLen);
+  std::memcpy(out, d.hostid.data(), 16);
+  put16(out, 16, d.cntlid);
+  put_str(out + 256, 256, d.subnqn);
+  put_str(out + 512, 256, d.hostnqn);
+}
+
+ConnectData decode_connect_data(const uint8_t in[kConnectDataLen]) {
+  ConnectData d;
+  std::memcpy(d.hostid.data(), in, 16);
+  d.cntlid = get16(in, 16);
+  d.subnqn = get_str(in + 256, 256);
+  d.hostnqn = get_str(in + 512, 256);
+  return d;
+}
+
+Cqe decode_cqe(const uint8_t *p) {
+  Cqe c;
+  c.dw0 = get32(p, 0);
+  c.dw1 = get32(p, 4);
+  c.sqhd = get16(p, 8);
+  c.sqid = get16(p, 10);
+  c.cid = get16(p, 12);
+  c.status = static_cast<uint16_t>(get16(p, 14) >> 1);
+  return c;
+}
+
+void encode_cqe(uint8_t *p, const Cqe &c) {
+  put32(p, 0, c.dw0);
+  put32(p, 4, c.dw1);
+  put16(p, 8, c.sqhd);
+  put16(p, 10, c.sqid);
+  put16(p, 12, c.cid);
+  put16(p, 14, static_cast<uint16_t>(c.status << 1));
+}
+
+static const char *generic_sc(uint8_t sc) {
+  switch (sc) {
+  case 0x00: return "Successful Completion";
+  case 0x01: return "Invalid Command Opcode";
+  case 0x02: return "Invalid Field in Command";
+  case 0x03: return "Command ID Conflict";
+  case 0x04: return "Data Transfer Error";
+  case 0x06: return "Internal Error";
+  case 0x07: return "Command Abort Requested";
+  case 0x08: return "Command Aborted due to SQ Deletion";
+  case 0x0b: return "Invalid Namespace or Format";
+  case 0x0d: return "Invalid SGL Segment Descriptor";
+  case 0x0f: return "Data SGL Length Invalid";
+  case 0x11: return "SGL Descriptor Type Invalid";
+  case 0x16: return "Invalid Use of Controller Memory Buffer";
+  case 0x1c: return "Keep Alive Timer Expired";
+  case 0x80: return "LBA Out of Range";
+  case 0x81: return "Capacity Exceeded";
+  case 0x82: return "Namespace Not Ready";
+  }
+  return "unknown generic status";
+}
+
+static const char *specific_sc(uint8_t sc) {
+  switch (sc) {
+  case 0x01: return "Invalid Completion Queue";
+  case 0x02: return "Invalid Queue Identifier";
+  case 0x03: return "Invalid Queue Size";
+  case 0x0d: return "Feature Identifier Not Saveable";
+  case 0x0f: return "Feature Not Namespace Specific";
+  case 0x80: return "Connect Incompatible Format";
+  case 0x81: return "Connect Controller Busy";
+  case 0x82: return "Connect Invalid Parameters";
+  case 0x83: return "Connect Restart Discovery";
+  case 0x84: return "Connect Invalid Host";
+  }
+  return "unknown command specific status";
+}
+
+static const char *path_sc(uint8_t sc) {
+  switch (sc) {
+  case 0x00: return "Internal Path Error";
+  case 0x01: return "Asymmetric Access Persistent Loss";
+  case 0x02: return "Asymmetric Access Inaccessible";
+  case 0x03: return "Asymmetric Access Transition";
+  case 0x60: return "Controller Pathing Error";
+  case 0x70: return "Host Pathing Error";
+  case 0x71: return "Command Aborted By Host";
+  }
+  return "unknown path status";
+}
+
+std::string status_string(uint16_t status) {
+  const uint8_t sct = status_sct(status), sc = status_sc(status);
+  const char *text = "unknown status type";
+  switch (sct) {
+  case 0: text = generic_sc(sc); break;
+  case 1: text = specific_sc(sc); break;
+  case 2: text = sc == 0x81 ? "Unrecovered Read Error" : sc == 0x80 ? "Write Fault" : "media error"; break;
+  case 3: text = path_sc(sc); break;
+  }
+  return fmt::format("{} (sct {:#x} sc {:#04x}{})", text, sct, sc, status_dnr(status) ? ", DNR" : "");
+}
+
+int status_errno(uint16_t status) {
+  const uint8_t sct = status_sct(status), sc = status_sc(status);
+  if (status == 0) return 0;
+  if (sct == 0 && (sc == 0x80 || sc == 0x81)) return ENOSPC;
+  if (sct == 0 && (sc == 0x01 || sc == 0x02)) return EINVAL;
+  if (sct == 2) return EIO;
+  if (sct == 3) return ENOLINK;
+  return EIO;
+}
+
+const char *opcode_name(uint8_t opcode, bool admin) {
+  if (opcode == kFabricsOpcode) return "Fabrics";
+  if (admin) {
+    switch (opcode) {
+    case kAdminGetLogPage: return "Get Log Page";
+    case kAdminIdentify: return "Identify";
+    case kAdminSetFeatures: return "Set Features";
+    case kAdminGetFeatures: return "Get Features";
+    case kAdminAsyncEvent: return "Async Event Request";
+    case kAdminKeepAlive: return "Keep Alive";
+    }
+    return "admin command";
+  }
+  switch (opcode) {
+  case kCmdFlush: return "Flush";
+  case kCmdWrite: return "Write";
+  case kCmdRead: return "Read";
+  case kCmdWriteZeroes: return "Write Zeroes";
+  case kCmdDsm: return "Dataset Management";
+  }
+  return "I/O command";
+}
+
+static std::string trimmed(const uint8_t *p, size_t n) {
+  std::string s = get_str(p, n);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+uint64_t IdController::max_transfer_bytes() const { return mdts ? (4096ull << mdts) : 0; }
+
+uint64_t IdController::incapsule_data_limit() const {
+  // IOCCSZ counts 16-byte units of the whole capsule, SQE included.
+  return ioccsz > 4 ? static_cast<uint64_t>(ioccsz) * 16 - 64 : 0;
+}
+
+IdController parse_id_controller(const uint8_t in[kIdentifyLen]) {
+  IdController c;
+  c.serial = trimmed(in + 4, 20);
+  c.model = trimmed(in + 24, 40);
+  c.firmware = trimmed(in + 64, 8);
+  c.mdts = in[77];
+  c.cntlid = get16(in, 78);
+  c.version = get32(in, 80);
+  c.kas = get16(in, 320);
+  c.maxcmd = get16(in, 514);
+  c.nn = get32(in, 516);
+  c.oncs = get16(in, 520);
+  c.vwc = in[525];
+  c.sgls = get32(in, 536);
+  c.subnqn = get_str(in + 768, 256);
+  c.ioccsz = get32(in, 1792);
+  c.iorcsz = get32(in, 1796);
+  c.icdoff = get16(in, 1800);
+  return c;
+}
+
+IdNamespace parse_id_namespace(const uint8_t in[kIdentifyLen]) {
+  IdNamespace n;
+  n.nsze = get64(in, 0);
+  n.ncap = get64(in, 8);
+  n.flbas = in[26];
+  const unsigned fmt = (n.flbas & 0xf) | ((n.flbas >> 1) & 0x30);
+  const uint8_t *lbaf = in + 128 + fmt * 4;
+  n.metadata_bytes = get16(lbaf, 0);
+  const uint8_t lbads = lbaf[2];
+  n.lba_bytes = (lbads >= 9 && lbads < 32) ? (1u << lbads) : 0;
+  return n;
+}
+
+} // namespace mpnvme::nvme

@@ -1,0 +1,174 @@
+// NVMe command set pieces the host and target share: opcodes, the 64-byte
+// SQE and 16-byte CQE, fabrics commands, controller registers, status codes
+// and the Identify fields this project reads.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace mpnvme::nvme {
+
+// Admin opcodes.
+constexpr uint8_t kAdminGetLogPage = 0x02;
+constexpr uint8_t kAdminIdentify = 0x06;
+constexpr uint8_t kAdminSetFeatures = 0x09;
+constexpr uint8_t kAdminGetFeatures = 0x0a;
+constexpr uint8_t kAdminAsyncEvent = 0x0c;
+constexpr uint8_t kAdminKeepAlive = 0x18;
+// NVM opcodes.
+constexpr uint8_t kCmdFlush = 0x00;
+constexpr uint8_t kCmdWrite = 0x01;
+constexpr uint8_t kCmdRead = 0x02;
+constexpr uint8_t kCmdWriteZeroes = 0x08;
+constexpr uint8_t kCmdDsm = 0x09;
+// Fabrics.
+constexpr uint8_t kFabricsOpcode = 0x7f;
+constexpr uint8_t kFctPropertySet = 0x00;
+constexpr uint8_t kFctConnect = 0x01;
+constexpr uint8_t kFctPropertyGet = 0x04;
+constexpr uint8_t kFctDisconnect = 0x08;
+
+// Feature ids.
+constexpr uint8_t kFeatNumQueues = 0x07;
+constexpr uint8_t kFeatKeepAlive = 0x0f;
+// Identify CNS values.
+constexpr uint8_t kCnsNamespace = 0x00;
+constexpr uint8_t kCnsController = 0x01;
+constexpr uint8_t kCnsActiveNsList = 0x02;
+constexpr uint8_t kCnsNsDescList = 0x03;
+
+// Controller registers (property offsets).
+constexpr uint32_t kRegCap = 0x00;
+constexpr uint32_t kRegVs = 0x08;
+constexpr uint32_t kRegCc = 0x14;
+constexpr uint32_t kRegCsts = 0x1c;
+
+// SGL descriptor types (byte 15 of the descriptor).
+constexpr uint8_t kSglDataBlockOffset = 0x01;    // in-capsule data
+constexpr uint8_t kSglTransportDataBlock = 0x5a; // data moved by C2HData/R2T
+constexpr uint8_t kPsdtSgl = 0x40;               // SQE flags: PSDT = 01b
+
+constexpr uint16_t kDynamicCntlid = 0xffff;
+constexpr size_t kConnectDataLen = 1024;
+constexpr size_t kIdentifyLen = 4096;
+constexpr size_t kDsmRangeLen = 16;
+
+// Submission queue entry, kept as raw bytes in wire order.
+struct Sqe {
+  std::array<uint8_t, 64> b{};
+  uint8_t opcode() const { return b[0]; }
+  uint16_t cid() const;
+  void set_cid(uint16_t cid);
+  uint32_t nsid() const;
+  uint32_t cdw(int n) const; // n = 10..15
+  void set_cdw(int n, uint32_t v);
+  void set_sgl(uint64_t addr, uint32_t len, uint8_t type);
+  uint32_t sgl_len() const;
+  uint8_t sgl_type() const;
+  uint64_t sgl_addr() const;
+  uint8_t fctype() const { return b[4]; }
+};
+
+Sqe make_cmd(uint8_t opcode, uint32_t nsid);
+Sqe make_rw(uint8_t opcode, uint32_t nsid, uint64_t slba, uint32_t nlb);
+Sqe make_identify(uint8_t cns, uint32_t nsid);
+Sqe make_set_features(uint8_t fid, uint32_t cdw11);
+Sqe make_property_get(uint32_t offset, bool eight_bytes);
+Sqe make_property_set(uint32_t offset, uint64_t value, bool eight_bytes);
+Sqe make_connect(uint16_t qid, uint16_t sqsize_0based, uint8_t cattr, uint32_t kato_ms);
+Sqe make_disconnect();
+constexpr uint8_t kConnectDisableSqFlow = 0x04; // cattr bit 2
+
+struct ConnectData {
+  std::array<uint8_t, 16> hostid{};
+  uint16_t cntlid = kDynamicCntlid;
+  std::string subnqn;
+  std::string hostnqn;
+};
+void encode_connect_data(uint8_t out[kConnectDataLen], const ConnectData &d);
+ConnectData decode_connect_data(const uint8_t in[kConnectDataLen]);
+
+// Completion queue entry.
+struct Cqe {
+  uint32_t dw0 = 0;
+  uint32_t dw1 = 0;
+  uint16_t sqhd = 0;
+  uint16_t sqid = 0;
+  uint16_t cid = 0;
+  uint16_t status = 0; // phase bit stripped: bits 14:0 = DNR,M,CRD,SCT,SC
+};
+Cqe decode_cqe(const uint8_t *p);
+void encode_cqe(uint8_t *p, const Cqe &c);
+
+// Status helpers: status = (DNR<<14)|(M<<13)|(CRD<<11)|(SCT<<8)|SC.
+inline uint8_t status_sc(uint16_t s) { return s & 0xff; }
+inline uint8_t status_sct(uint16_t s) { return (s >> 8) & 0x7; }
+inline bool status_dnr(uint16_t s) { return s & 0x4000; }
+constexpr uint16_t make_status(uint8_t sct, uint8_t sc, bool dnr = false) {
+  return static_cast<uint16_t>((dnr ? 0x4000 : 0) | (sct << 8) | sc);
+}
+// "Generic: Invalid Field in Command (sct 0x0 sc 0x02)"-style text.
+std::string status_string(uint16_t status);
+// errno that fio reports for an NVMe status.
+int status_errno(uint16_t status);
+
+// Status codes used by both sides.
+constexpr uint16_t kStatusInvalidOpcode = make_status(0, 0x01, true);
+constexpr uint16_t kStatusInvalidField = make_status(0, 0x02, true);
+constexpr uint16_t kStatusDataXferError = make_status(0, 0x04);
+constexpr uint16_t kStatusInternal = make_status(0, 0x06);
+constexpr uint16_t kStatusLbaOutOfRange = make_status(0, 0x80, true);
+constexpr uint16_t kStatusConnectInvalidParam = make_status(1, 0x82, true);
+constexpr uint16_t kStatusConnectInvalidHost = make_status(1, 0x84, true);
+
+const char *opcode_name(uint8_t opcode, bool admin);
+
+// Controller registers.
+struct Cap {
+  uint64_t raw;
+  uint32_t mqes() const { return static_cast<uint32_t>(raw & 0xffff) + 1; } // entries
+  uint32_t timeout_ms() const { return static_cast<uint32_t>((raw >> 24) & 0xff) * 500; }
+  uint32_t mpsmin_bytes() const { return 1u << (12 + ((raw >> 48) & 0xf)); }
+};
+constexpr uint32_t kCcEnable = 1u;
+constexpr uint32_t kCcShnNormal = 1u << 14;
+constexpr uint32_t kCcShnMask = 3u << 14;
+// CSS NVM, MPS 4 KiB, AMS round robin, IOSQES 6 (64 B), IOCQES 4 (16 B).
+constexpr uint32_t kCcDefault = (6u << 16) | (4u << 20);
+constexpr uint32_t kCstsRdy = 1u;
+constexpr uint32_t kCstsCfs = 2u;
+constexpr uint32_t kCstsShstMask = 3u << 2;
+constexpr uint32_t kCstsShstComplete = 2u << 2;
+
+// Identify Controller fields the host uses.
+struct IdController {
+  std::string serial, model, firmware, subnqn;
+  uint16_t cntlid = 0;
+  uint32_t version = 0;
+  uint8_t mdts = 0;      // 2^mdts * page (4 KiB); 0 = no limit
+  uint16_t maxcmd = 0;
+  uint32_t nn = 0;
+  uint16_t oncs = 0;     // bit2 DSM, bit3 write zeroes
+  uint8_t vwc = 0;
+  uint16_t kas = 0;      // keep alive granularity, 100 ms units
+  uint32_t sgls = 0;
+  uint32_t ioccsz = 0;   // 16-byte units
+  uint32_t iorcsz = 0;
+  uint16_t icdoff = 0;
+  uint64_t max_transfer_bytes() const; // 0 = unlimited
+  uint64_t incapsule_data_limit() const;
+};
+IdController parse_id_controller(const uint8_t in[kIdentifyLen]);
+constexpr uint16_t kOncsDsm = 1u << 2;
+constexpr uint16_t kOncsWriteZeroes = 1u << 3;
+
+struct IdNamespace {
+  uint64_t nsze = 0;
+  uint64_t ncap = 0;
+  uint8_t flbas = 0;
+  uint32_t lba_bytes = 0;
+  uint16_t metadata_bytes = 0;
+};
+IdNamespace parse_id_namespace(const uint8_t in[kIdentifyLen]);
+
+} // namespace mpnvme::nvme

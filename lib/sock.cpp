@@ -1,0 +1,158 @@
+#include "sock.hpp"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <linux/mptcp.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdexcept>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#ifndef IPPROTO_MPTCP
+#define IPPROTO_MPTCP 262
+#endif
+#ifndef SOL_MPTCP
+#define SOL_MPTCP 284
+#endif
+
+namespace mpnvme {
+
+const char *transport_name(Transport t) { return t == Transport::Mptcp ? "mptcp" : "tcp"; }
+
+Fd &Fd::operator=(Fd &&o) noexcept {
+  if (this != &o) {
+    reset();
+    fd_ = o.release();
+  }
+  return *this;
+}
+Fd::~Fd() { reset(); }
+void Fd::reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+static std::runtime_error sys_error(const PathAddr &to, const std::string &step, int err) {
+  return std::runtime_error(fmt::format("{}: {}: {}", to.display(), step, strerror(err)));
+}
+
+static void set_int(int fd, int level, int name, int value, const PathAddr &to, const char *what) {
+  if (setsockopt(fd, level, name, &value, sizeof value) < 0) throw sys_error(to, what, errno);
+}
+
+Fd connect_stream(const PathAddr &to, const SocketSettings &s) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_family = to.ipv6 ? AF_INET6 : AF_UNSPEC;
+  addrinfo *res = nullptr;
+  if (int rc = getaddrinfo(to.addr.c_str(), to.service.c_str(), &hints, &res); rc != 0)
+    throw std::runtime_error(fmt::format("{}: cannot resolve address: {}", to.display(), gai_strerror(rc)));
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
+
+  const int proto = s.transport == Transport::Mptcp ? IPPROTO_MPTCP : IPPROTO_TCP;
+  Fd fd(::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, proto));
+  if (!fd) {
+    if (s.transport == Transport::Mptcp && (errno == EPROTONOSUPPORT || errno == EINVAL || errno == ENOPROTOOPT))
+      throw sys_error(to, "MPTCP socket (kernel without MPTCP or net.mptcp.enabled=0; use transport=tcp)", errno);
+    throw sys_error(to, "socket", errno);
+  }
+  const bool v6 = res->ai_family == AF_INET6;
+  // TOS first, then priority: on TCP, IP_TOS rewrites sk_priority.
+  if (s.tos) {
+    if (v6) set_int(fd.get(), IPPROTO_IPV6, IPV6_TCLASS, static_cast<int>(*s.tos), to, "tos (IPV6_TCLASS)");
+    else set_int(fd.get(), IPPROTO_IP, IP_TOS, static_cast<int>(*s.tos), to, "tos (IP_TOS)");
+  }
+  if (s.priority) set_int(fd.get(), SOL_SOCKET, SO_PRIORITY, static_cast<int>(*s.priority), to, "sk_priority (SO_PRIORITY)");
+  // NVMe/TCP PDUs are latency-sensitive and already batched by the caller.
+  set_int(fd.get(), IPPROTO_TCP, TCP_NODELAY, 1, to, "TCP_NODELAY");
+
+  if (!s.host_iface.empty() &&
+      setsockopt(fd.get(), SOL_SOCKET, SO_BINDTODEVICE, s.host_iface.c_str(), static_cast<socklen_t>(s.host_iface.size())) < 0)
+    throw sys_error(to, fmt::format("host_iface={} (SO_BINDTODEVICE)", s.host_iface), errno);
+  if (!s.host_traddr.empty()) {
+    addrinfo bh{};
+    bh.ai_family = res->ai_family;
+    bh.ai_socktype = SOCK_STREAM;
+    bh.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
+    addrinfo *b = nullptr;
+    if (getaddrinfo(s.host_traddr.c_str(), nullptr, &bh, &b) != 0)
+      throw std::runtime_error(fmt::format("{}: host_traddr={} is not a numeric address of the target's family", to.display(), s.host_traddr));
+    int rc = ::bind(fd.get(), b->ai_addr, b->ai_addrlen);
+    int err = errno;
+    freeaddrinfo(b);
+    if (rc < 0) throw sys_error(to, fmt::format("bind to host_traddr={}", s.host_traddr), err);
+  }
+
+  if (::connect(fd.get(), res->ai_addr, res->ai_addrlen) < 0 && errno != EINPROGRESS) throw sys_error(to, "connect", errno);
+  pollfd p{fd.get(), POLLOUT, 0};
+  int n;
+  do n = ::poll(&p, 1, static_cast<int>(s.connect_timeout.count()));
+  while (n < 0 && errno == EINTR);
+  if (n == 0) throw sys_error(to, "connect", ETIMEDOUT);
+  int soerr = 0;
+  socklen_t len = sizeof soerr;
+  getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &soerr, &len);
+  if (soerr) throw sys_error(to, "connect", soerr);
+  return fd;
+}
+
+MptcpState query_mptcp(int fd) {
+  MptcpState st;
+  mptcp_info info{};
+  socklen_t len = sizeof info;
+  // Fails with EOPNOTSUPP on plain TCP sockets and on MPTCP sockets that fell back to TCP.
+  if (getsockopt(fd, SOL_MPTCP, MPTCP_INFO, &info, &len) == 0 && len > 0) {
+    st.mptcp = true;
+    st.subflows = info.mptcpi_subflows;
+    st.local_addr_used = info.mptcpi_local_addr_used;
+  }
+  return st;
+}
+
+static int wait_fd(int fd, short events, std::chrono::steady_clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+  if (left <= 0) return 0;
+  pollfd p{fd, events, 0};
+  int n = ::poll(&p, 1, static_cast<int>(left));
+  return n < 0 && errno == EINTR ? 1 : n;
+}
+
+void send_all(int fd, const void *buf, size_t len, std::chrono::steady_clock::time_point deadline) {
+  auto *p = static_cast<const uint8_t *>(buf);
+  while (len) {
+    ssize_t n = ::send(fd, p, len, MSG_NOSIGNAL);
+    if (n > 0) {
+      p += n;
+      len -= static_cast<size_t>(n);
+    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      if (wait_fd(fd, POLLOUT, deadline) == 0) throw std::runtime_error("send: timed out");
+    } else {
+      throw std::runtime_error(fmt::format("send: {}", strerror(errno)));
+    }
+  }
+}
+
+void recv_all(int fd, void *buf, size_t len, std::chrono::steady_clock::time_point deadline) {
+  auto *p = static_cast<uint8_t *>(buf);
+  while (len) {
+    ssize_t n = ::recv(fd, p, len, 0);
+    if (n > 0) {
+      p += n;
+      len -= static_cast<size_t>(n);
+    } else if (n == 0) {
+      throw std::runtime_error("connection closed by the peer");
+    } else if (errno == EAGAIN || errno == EINTR) {
+      if (wait_fd(fd, POLLIN, deadline) == 0) throw std::runtime_error("receive: timed out");
+    } else {
+      throw std::runtime_error(fmt::format("receive: {}", strerror(errno)));
+    }
+  }
+}
+
+} // namespace mpnvme

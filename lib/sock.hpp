@@ -1,0 +1,64 @@
+// MPTCP/TCP stream sockets for NVMe/TCP queues: creation with per-queue
+// priority and TOS, source binding, connect with a deadline, and the MPTCP
+// state (fallback or not, subflows) read back with MPTCP_INFO.
+#pragma once
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "paths.hpp"
+
+namespace mpnvme {
+
+enum class Transport { Mptcp, Tcp };
+const char *transport_name(Transport t);
+
+struct SocketSettings {
+  Transport transport = Transport::Mptcp;
+  std::optional<unsigned> priority; // SO_PRIORITY
+  std::optional<unsigned> tos;      // IP_TOS / IPV6_TCLASS
+  std::string host_traddr;          // source address to bind
+  std::string host_iface;           // SO_BINDTODEVICE
+  std::chrono::milliseconds connect_timeout{10000};
+};
+
+// Owns a file descriptor.
+class Fd {
+public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd &&o) noexcept : fd_(o.release()) {}
+  Fd &operator=(Fd &&o) noexcept;
+  Fd(const Fd &) = delete;
+  Fd &operator=(const Fd &) = delete;
+  ~Fd();
+  int get() const { return fd_; }
+  int release() {
+    int f = fd_;
+    fd_ = -1;
+    return f;
+  }
+  void reset();
+  explicit operator bool() const { return fd_ >= 0; }
+
+private:
+  int fd_ = -1;
+};
+
+// Connects a non-blocking stream socket to `to`. Throws std::runtime_error
+// with the address and the failing step (socket option, bind, connect).
+Fd connect_stream(const PathAddr &to, const SocketSettings &s);
+
+struct MptcpState {
+  bool mptcp = false;     // false: plain TCP or MPTCP fell back to TCP
+  unsigned subflows = 0;  // additional subflows beyond the initial one
+  unsigned local_addr_used = 0;
+};
+MptcpState query_mptcp(int fd);
+
+// Blocking-style exchange on a non-blocking socket (connection setup only).
+// Throw std::runtime_error on error, EOF or when the deadline passes.
+void send_all(int fd, const void *buf, size_t len, std::chrono::steady_clock::time_point deadline);
+void recv_all(int fd, void *buf, size_t len, std::chrono::steady_clock::time_point deadline);
+
+} // namespace mpnvme

@@ -1,0 +1,128 @@
+#!/bin/bash
+# The qemu lab: a real Debian kernel (nvmet-tcp target, nvme-tcp host, netem)
+# booted under TCG with a busybox initramfs, for tests that need the Linux
+# kernel as the reference peer. See docs/kernel-lab.md.
+#
+#   lab.sh prepare                      fetch the kernel (cached in .deps/kernel)
+#   lab.sh start STATEDIR SETUP.sh      boot; SETUP.sh runs as root in the guest
+#                                       (helpers from guest-lib.sh are sourced);
+#                                       guest port 4420 is forwarded to a free
+#                                       127.0.0.1 port written to STATEDIR/port
+#   lab.sh stop STATEDIR                power off and clean up
+# Environment: MPNVME_LAB_KERNEL=6.12 (default) or 6.1; MPNVME_LAB_MEM (MiB).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cache="$root/.deps/kernel"
+series=${MPNVME_LAB_KERNEL:-6.12}
+case "$series" in
+  6.12) meta=linux-image-6.12-cloud-amd64 ;;
+  6.1) meta=linux-image-cloud-amd64 ;;
+  *) echo "lab: MPNVME_LAB_KERNEL=$series: accepted 6.12, 6.1" >&2; exit 2 ;;
+esac
+modules=(configfs nvmet nvmet-tcp nvme-tcp nvme-fabrics brd loop virtio_net sch_netem)
+
+die() { echo "lab: $*" >&2; exit 1; }
+
+kernel_dir() {
+  local pkg
+  pkg=$(apt-cache depends "$meta" 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[^ ]*\)$/\1/p' | head -1)
+  [[ -n "$pkg" ]] || die "cannot resolve $meta (run apt-get update)"
+  echo "$cache/$pkg"
+}
+
+prepare() {
+  local kd; kd=$(kernel_dir)
+  [[ -f "$kd/ready" ]] && { echo "$kd"; return; }
+  rm -rf "$kd"; mkdir -p "$kd/deb"
+  (cd "$kd/deb" && apt-get download -q "$(basename "$kd")" >/dev/null 2>&1) || die "apt-get download $(basename "$kd") failed"
+  dpkg-deb -x "$kd"/deb/*.deb "$kd/root"
+  rm -rf "$kd/deb"
+  local ver; ver=$(ls "$kd/root/lib/modules")
+  find "$kd/root/lib/modules/$ver" -name '*.ko.xz' -exec xz -d {} +
+  depmod -b "$kd/root" "$ver"
+  cp "$kd"/root/boot/vmlinuz-* "$kd/vmlinuz"
+  # Base initramfs: busybox, the modules in dependency order, iproute2's tc
+  # (busybox tc cannot do netem), the guest helper library and /init.
+  local ir="$kd/initramfs"; mkdir -p "$ir"/{bin,sbin,lib/modules,proc,sys,dev,tmp,etc,mnt}
+  cp /bin/busybox "$ir/bin/busybox"
+  : > "$ir/lib/modules/order"
+  local m line
+  for m in "${modules[@]}"; do
+    while read -r line; do
+      [[ $line == insmod* ]] || continue
+      set -- $line
+      local f=$2 name; name=$(basename "$f")
+      grep -qx "$name" "$ir/lib/modules/order" && continue
+      cp "$f" "$ir/lib/modules/$name"
+      echo "$name" >> "$ir/lib/modules/order"
+    done < <(modprobe -d "$kd/root" -S "$ver" --show-depends "$m" 2>/dev/null)
+  done
+  copy_binary "$ir" "$(command -v tc)"
+  cp "$here/guest-init.sh" "$ir/init"; chmod +x "$ir/init"
+  cp "$here/guest-lib.sh" "$ir/lib/guest-lib.sh"
+  (cd "$ir" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) > "$kd/base.cpio.gz"
+  touch "$kd/ready"
+  echo "$kd"
+}
+
+# Copy a host binary and the shared libraries it needs into the initramfs.
+copy_binary() {
+  local ir=$1 bin=$2 lib
+  mkdir -p "$ir$(dirname "$bin")"; cp "$bin" "$ir$bin"
+  for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
+    mkdir -p "$ir$(dirname "$lib")"; cp -L "$lib" "$ir$lib"
+  done
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
+start() {
+  local state=$1 setup=$2 kd
+  kd=$(prepare)
+  mkdir -p "$state/extra"
+  cp "$setup" "$state/extra/setup.sh"
+  (cd "$state/extra" && echo setup.sh | busybox cpio -o -H newc 2>/dev/null | gzip -1) > "$state/extra.cpio.gz"
+  cat "$kd/base.cpio.gz" "$state/extra.cpio.gz" > "$state/initramfs.gz"
+  local port; port=$(free_port)
+  echo "$port" > "$state/port"
+  : > "$state/console.log"
+  setsid qemu-system-x86_64 -accel tcg -cpu max -smp 1 -m "${MPNVME_LAB_MEM:-512}" \
+    -display none -monitor none -serial "file:$state/console.log" -no-reboot \
+    -kernel "$kd/vmlinuz" -initrd "$state/initramfs.gz" \
+    -append "console=ttyS0 quiet panic=-1 ${MPNVME_LAB_APPEND:-}" \
+    -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:4420" \
+    -device virtio-net-pci,netdev=n0,romfile= </dev/null >"$state/qemu.log" 2>&1 &
+  echo $! > "$state/pid"
+  local deadline=$((SECONDS + ${MPNVME_LAB_TIMEOUT:-180}))
+  while ((SECONDS < deadline)); do
+    grep -q 'MPNVME-LAB-READY' "$state/console.log" && return 0
+    if grep -q 'MPNVME-LAB-FAILED' "$state/console.log" || ! kill -0 "$(cat "$state/pid")" 2>/dev/null; then
+      tail -30 "$state/console.log" >&2; die "guest setup failed"
+    fi
+    sleep 0.5
+  done
+  tail -30 "$state/console.log" >&2
+  stop "$state"
+  die "guest not ready after ${MPNVME_LAB_TIMEOUT:-180}s"
+}
+
+stop() {
+  local state=$1 pid
+  [[ -f "$state/pid" ]] || return 0
+  pid=$(cat "$state/pid")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$state/pid"
+}
+
+case "${1:-}" in
+  prepare) prepare ;;
+  start) [[ $# == 3 ]] || die "usage: lab.sh start STATEDIR SETUP.sh"; start "$2" "$3" ;;
+  stop) [[ $# == 2 ]] || die "usage: lab.sh stop STATEDIR"; stop "$2" ;;
+  *) die "usage: lab.sh prepare | start STATEDIR SETUP.sh | stop STATEDIR" ;;
+esac
