@@ -57,15 +57,25 @@ void Controller::fabric_connect(Queue &q, uint16_t qid, uint16_t sqsize, uint8_t
   c.data = data;
   c.len = sizeof data;
   c.dir = DataDir::ToController;
+  c.log_failure = false; // refused Connects are explained below
   const Completion r = q.execute(c, cfg_.admin_timeout);
   if (r.error && !r.status) throw std::runtime_error(fmt::format("{} qid {}: Connect: {}", label_, qid, q.failure()));
   if (r.status) {
     std::string hint;
-    if (r.status == nvme::kStatusConnectInvalidParam || r.status == nvme::make_status(1, 0x82))
-      hint = fmt::format(" (subnqn '{}' unknown to the target, or cntlid/qid/sqsize refused; invalid parameter at offset {:#x})",
-                         cfg_.subnqn, r.dw0 & 0xffff);
-    else if ((r.status & 0x7ff) == (nvme::kStatusConnectInvalidHost & 0x7ff))
-      hint = fmt::format(" (host '{}' is not allowed on subsystem '{}')", cfg_.host.hostnqn, cfg_.subnqn);
+    const uint16_t code = r.status & 0x7ff;
+    if (code == (nvme::kStatusConnectInvalidParam & 0x7ff)) {
+      // CQE DW0: IATTR bit 16 (1 = Connect data, 0 = SQE), IPO bits 15:0.
+      const bool in_data = r.dw0 & (1u << 16);
+      const uint32_t ipo = r.dw0 & 0xffff;
+      const char *field = !in_data                 ? "a Connect command field (qid/sqsize/kato)"
+                          : ipo < 16               ? "hostid"
+                          : ipo < 256              ? "cntlid"
+                          : ipo < 512              ? "subnqn (no such subsystem on the target)"
+                                                   : "hostnqn";
+      hint = fmt::format(": the target rejected {} (subnqn '{}', hostnqn '{}')", field, cfg_.subnqn, cfg_.host.hostnqn);
+    } else if (code == (nvme::kStatusConnectInvalidHost & 0x7ff)) {
+      hint = fmt::format(": host '{}' is not allowed on subsystem '{}'", cfg_.host.hostnqn, cfg_.subnqn);
+    }
     throw std::runtime_error(fmt::format("{} qid {}: Connect refused: {}{}", label_, qid, nvme::status_string(r.status), hint));
   }
   if (qid == 0) cntlid_ = static_cast<uint16_t>(r.dw0 & 0xffff);
@@ -190,6 +200,7 @@ void Controller::shutdown() {
     // kernels; the socket close that follows ends the queue either way.
     Command c;
     c.sqe = nvme::make_disconnect();
+    c.log_failure = false;
     const Completion r = io_->execute(c, std::chrono::milliseconds(2000));
     log().debug("{} qid {}: Disconnect: {}", label_, cfg_.io_qid, r.error ? io_->failure() : nvme::status_string(r.status));
   }

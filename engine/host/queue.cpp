@@ -196,12 +196,12 @@ void Queue::advance_tx(size_t sent) {
 
 void Queue::complete(uint16_t idx, uint16_t status, int err, uint32_t dw0, uint32_t dw1) {
   Slot &s = slots_[idx];
-  if (status) {
+  if (status && s.cmd.log_failure) {
     const bool admin = p_.qid == 0;
     log().error("{} cid {:#x}: {} failed: {}", p_.label, make_cid(idx), nvme::opcode_name(s.cmd.sqe.opcode(), admin),
                 nvme::status_string(status));
-    if (!err) err = nvme::status_errno(status);
   }
+  if (status && !err) err = nvme::status_errno(status);
   done_.push_back({s.cmd.cookie, status, err, dw0, dw1});
   s.done = true;
   // A controller may complete a write with an error while H2CData for it is

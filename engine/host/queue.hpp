@@ -26,6 +26,7 @@ struct Command {
   uint32_t len = 0;
   DataDir dir = DataDir::None;
   void *cookie = nullptr;
+  bool log_failure = true; // false where a refusal is expected and handled
 };
 
 struct Completion {
