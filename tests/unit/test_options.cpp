@@ -1,0 +1,210 @@
+// Option parsing: traddr path lists, priority pairs and every engine option,
+// including each rejected form and the option name in the message.
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "../../engine/host/options.hpp"
+#include "cmocka_cxx.hpp"
+#include "paths.hpp"
+#include "priority_pairs.hpp"
+
+using namespace mpnvme;
+using namespace mpnvme::host;
+
+// Expect std::invalid_argument whose message contains `needle`.
+template <typename F> static void expect_refused(F &&f, const char *needle) {
+  try {
+    f();
+  } catch (const std::invalid_argument &e) {
+    if (!strstr(e.what(), needle)) fail_msg("message '%s' lacks '%s'", e.what(), needle);
+    return;
+  }
+  fail_msg("accepted although '%s' was expected to be refused", needle);
+}
+
+static void paths_forms(void **) {
+  auto p = parse_paths("10.1.1.1", "4420");
+  assert_int_equal(p.size(), 1);
+  assert_string_equal(p[0].addr.c_str(), "10.1.1.1");
+  assert_string_equal(p[0].service.c_str(), "4420");
+  p = parse_paths("10.1.1.1,10.1.2.1:4421,[fd00::1]:4422,fd00::2", "4420");
+  assert_int_equal(p.size(), 4);
+  assert_string_equal(p[1].service.c_str(), "4421");
+  assert_true(p[2].ipv6);
+  assert_string_equal(p[2].addr.c_str(), "fd00::1");
+  assert_string_equal(p[2].service.c_str(), "4422");
+  assert_string_equal(p[2].display().c_str(), "[fd00::1]:4422");
+  assert_true(p[3].ipv6);
+  assert_string_equal(p[3].service.c_str(), "4420");
+  p = parse_paths("[::1]", "9");
+  assert_string_equal(p[0].service.c_str(), "9");
+}
+
+static void paths_rejected(void **) {
+  expect_refused([] { parse_paths("", "4420"); }, "traddr: required");
+  expect_refused([] { parse_paths("10.0.0.1,", "4420"); }, "empty entry");
+  expect_refused([] { parse_paths("10.0.0.1:0", "4420"); }, "port must be");
+  expect_refused([] { parse_paths("10.0.0.1:65536", "4420"); }, "port must be");
+  expect_refused([] { parse_paths("10.0.0.1:abc", "4420"); }, "'10.0.0.1:abc'");
+  expect_refused([] { parse_paths("[fd00::1", "4420"); }, "missing ']'");
+  expect_refused([] { parse_paths("[10.0.0.1]:4420", "4420"); }, "not an IPv6");
+  expect_refused([] { parse_paths("[fd00::1]x", "4420"); }, "':PORT'");
+  expect_refused([] { parse_paths(":4420", "4420"); }, "empty address");
+  expect_refused([] { parse_paths("a:x", "4420", "listen"); }, "listen:");
+}
+
+static void priority_pairs_resolution(void **) {
+  auto pp = PriorityPairs::parse("3", "sk_priority", 255);
+  assert_int_equal(*pp.for_queue(0), 3);
+  assert_int_equal(*pp.for_queue(17), 3);
+  pp = PriorityPairs::parse("admin:0,io:6", "sk_priority", 255);
+  assert_int_equal(*pp.for_queue(0), 0);
+  assert_int_equal(*pp.for_queue(1), 6);
+  assert_int_equal(*pp.for_queue(99), 6);
+  pp = PriorityPairs::parse("io:4,2-3:6,3:1", "sk_priority", 255); // later pairs win
+  assert_false(pp.for_queue(0).has_value());
+  assert_int_equal(*pp.for_queue(1), 4);
+  assert_int_equal(*pp.for_queue(2), 6);
+  assert_int_equal(*pp.for_queue(3), 1);
+  assert_int_equal(*pp.for_queue(4), 4);
+  assert_true(pp.any_nonzero());
+  pp = PriorityPairs::parse("", "tos", 255);
+  assert_true(pp.empty());
+  assert_false(pp.for_queue(1).has_value());
+  pp = PriorityPairs::parse("admin:0", "tos", 255);
+  assert_false(pp.any_nonzero());
+  assert_false(pp.for_queue(1).has_value());
+}
+
+static void priority_pairs_rejected(void **) {
+  expect_refused([] { PriorityPairs::parse("x", "sk_priority", 255); }, "sk_priority: bad entry 'x'");
+  expect_refused([] { PriorityPairs::parse("io", "sk_priority", 255); }, "missing ':VALUE'");
+  expect_refused([] { PriorityPairs::parse("io:", "tos", 255); }, "value must be");
+  expect_refused([] { PriorityPairs::parse("io:256", "tos", 255); }, "tos: bad entry 'io:256'");
+  expect_refused([] { PriorityPairs::parse("-1", "tos", 255); }, "tos:");
+  expect_refused([] { PriorityPairs::parse("0:1", "tos", 255); }, "selector must be");
+  expect_refused([] { PriorityPairs::parse("4-2:1", "tos", 255); }, "range must be");
+  expect_refused([] { PriorityPairs::parse("1-:1", "tos", 255); }, "range must be");
+  expect_refused([] { PriorityPairs::parse("adm:1", "tos", 255); }, "selector must be");
+  expect_refused([] { PriorityPairs::parse("io:1,,admin:2", "tos", 255); }, "tos: bad entry ''");
+  expect_refused([] { PriorityPairs::parse("io:1x", "tos", 255); }, "value must be");
+}
+
+// Options as fio hands them over after applying the defaults of fio_glue.c.
+struct Opts {
+  mpnvme_opts o{};
+  Opts() {
+    o.traddr = strdup("127.0.0.1");
+    o.trsvcid = strdup("4420");
+    o.transport = strdup("mptcp");
+    o.subnqn = strdup("nqn.2026-11.io.mpnvme:test");
+    o.hostnqn = strdup("nqn.2014-08.org.nvmexpress:uuid:0f6f4a94-8f2a-4b57-9f38-4d8c2b1e2a10");
+    o.nsid = 1;
+    o.kato = 5;
+    o.iopolicy = strdup("numa");
+    o.log_level = strdup("warn");
+    o.trim_mode = strdup("dsm");
+    o.disable_sqflow = 1;
+    o.connect_timeout = 10;
+  }
+  ~Opts() {
+    for (char *p : {o.traddr, o.trsvcid, o.transport, o.subnqn, o.hostnqn, o.hostid, o.host_traddr, o.host_iface, o.sk_priority,
+                    o.tos, o.iopolicy, o.log_level, o.trim_mode})
+      free(p);
+  }
+  void set(char *mpnvme_opts::*field, const char *v) {
+    free(o.*field);
+    o.*field = v ? strdup(v) : nullptr;
+  }
+};
+
+static void engine_options_defaults(void **) {
+  Opts t;
+  EngineOptions e = parse_engine_options(t.o);
+  assert_int_equal(e.paths.size(), 1);
+  assert_true(e.transport == Transport::Mptcp);
+  assert_int_equal(e.kato_ms, 5000);
+  assert_true(e.iopolicy == IoPolicy::Numa);
+  assert_true(e.trim_mode == TrimMode::Dsm);
+  assert_false(e.digests.header);
+  // Host ID derives from the uuid in the host NQN.
+  assert_int_equal(e.host.hostid[0], 0x0f);
+  assert_int_equal(e.host.hostid[15], 0x10);
+  t.set(&mpnvme_opts::transport, "tcp");
+  t.set(&mpnvme_opts::iopolicy, "queue-depth");
+  t.set(&mpnvme_opts::trim_mode, "write_zeroes");
+  t.set(&mpnvme_opts::traddr, "10.0.0.1,10.0.0.2:4421");
+  t.set(&mpnvme_opts::sk_priority, "admin:0,io:6");
+  t.o.hdr_digest = t.o.data_digest = 1;
+  e = parse_engine_options(t.o);
+  assert_true(e.transport == Transport::Tcp);
+  assert_true(e.iopolicy == IoPolicy::QueueDepth);
+  assert_true(e.trim_mode == TrimMode::WriteZeroes);
+  assert_int_equal(e.paths.size(), 2);
+  assert_int_equal(*e.sk_priority.for_queue(1), 6);
+  assert_true(e.digests.header && e.digests.data);
+}
+
+static void engine_options_rejected(void **) {
+  struct Case {
+    char *mpnvme_opts::*field;
+    const char *value;
+    const char *needle;
+  } cases[] = {
+      {&mpnvme_opts::transport, "rdma", "transport=rdma"},
+      {&mpnvme_opts::subnqn, nullptr, "subnqn: required"},
+      {&mpnvme_opts::traddr, nullptr, "traddr: required"},
+      {&mpnvme_opts::trsvcid, "http", "trsvcid=http"},
+      {&mpnvme_opts::iopolicy, "random", "iopolicy=random"},
+      {&mpnvme_opts::trim_mode, "unmap", "trim_mode=unmap"},
+      {&mpnvme_opts::log_level, "loud", "log_level=loud"},
+      {&mpnvme_opts::sk_priority, "io:x", "sk_priority"},
+      {&mpnvme_opts::tos, "300", "tos"},
+      {&mpnvme_opts::hostid, "not-a-uuid", "hostid"},
+  };
+  for (const Case &c : cases) {
+    Opts t;
+    t.set(c.field, c.value);
+    expect_refused([&] { parse_engine_options(t.o); }, c.needle);
+  }
+  {
+    Opts t;
+    t.o.nsid = 0;
+    expect_refused([&] { parse_engine_options(t.o); }, "nsid=0");
+  }
+  {
+    Opts t;
+    t.o.queue_size = 1;
+    expect_refused([&] { parse_engine_options(t.o); }, "queue_size=1");
+    t.o.queue_size = 4096;
+    expect_refused([&] { parse_engine_options(t.o); }, "queue_size=4096");
+  }
+  {
+    Opts t;
+    t.o.kato = 7200;
+    expect_refused([&] { parse_engine_options(t.o); }, "kato=7200");
+  }
+  {
+    Opts t;
+    t.o.connect_timeout = 0;
+    expect_refused([&] { parse_engine_options(t.o); }, "connect_timeout=0");
+  }
+  {
+    Opts t;
+    t.set(&mpnvme_opts::subnqn, std::string(300, 'n').c_str());
+    expect_refused([&] { parse_engine_options(t.o); }, "subnqn: longer");
+  }
+}
+
+int main() {
+  const CMUnitTest tests[] = {
+      cmocka_unit_test(paths_forms),
+      cmocka_unit_test(paths_rejected),
+      cmocka_unit_test(priority_pairs_resolution),
+      cmocka_unit_test(priority_pairs_rejected),
+      cmocka_unit_test(engine_options_defaults),
+      cmocka_unit_test(engine_options_rejected),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}

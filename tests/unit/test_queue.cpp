@@ -1,0 +1,434 @@
+// The host queue's data path and its defences, driven over a socketpair by a
+// scripted controller that sends well-formed and hostile PDUs.
+#include <cerrno>
+#include <fcntl.h>
+#include <memory>
+#include <cstring>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <vector>
+
+#include "../../engine/host/queue.hpp"
+#include "cmocka_cxx.hpp"
+#include "crc32c.hpp"
+#include "wire.hpp"
+
+using namespace mpnvme;
+using namespace mpnvme::host;
+
+namespace {
+
+struct Peer {
+  int fd = -1;
+  void read_exact(void *buf, size_t n) {
+    auto *p = static_cast<uint8_t *>(buf);
+    while (n) {
+      ssize_t r = ::recv(fd, p, n, 0);
+      assert_true(r > 0);
+      p += r;
+      n -= static_cast<size_t>(r);
+    }
+  }
+  std::vector<uint8_t> read(size_t n) {
+    std::vector<uint8_t> v(n);
+    read_exact(v.data(), n);
+    return v;
+  }
+  void write(const void *buf, size_t n) { assert_int_equal(::send(fd, buf, n, 0), static_cast<ssize_t>(n)); }
+  void write(const std::vector<uint8_t> &v) { write(v.data(), v.size()); }
+};
+
+struct Fixture {
+  std::unique_ptr<Queue> q;
+  Peer peer;
+  pdu::Digests dg;
+  Fixture(pdu::Digests digests, uint32_t maxh2cdata = 1 << 20, uint16_t slots = 8, uint32_t incapsule = 8192) : dg(digests) {
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    peer.fd = sv[1];
+    make_blocking(sv[1]); // the scripted peer reads synchronously
+    QueueParams p;
+    p.qid = 1;
+    p.slots = slots;
+    p.digests = digests;
+    p.incapsule_limit = incapsule;
+    p.label = "test qid 1";
+    q = std::make_unique<Queue>(Fd(sv[0]), p);
+    pdu::IcResp r;
+    r.digests = digests;
+    r.maxh2cdata = maxh2cdata;
+    uint8_t b[pdu::kIcLen];
+    pdu::encode_icresp(b, r);
+    peer.write(b, sizeof b);
+    q->initialize(std::chrono::steady_clock::now() + std::chrono::seconds(2));
+    auto icreq = peer.read(pdu::kIcLen);
+    pdu::IcReq got;
+    assert_true(bool(pdu::decode_icreq(icreq.data(), got)));
+    assert_int_equal(got.digests.header, digests.header);
+    assert_int_equal(got.maxr2t, 0);
+  }
+  ~Fixture() { ::close(peer.fd); }
+  static void make_blocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK); }
+
+  // Read one CapsuleCmd from the host; returns SQE and any in-capsule data.
+  nvme::Sqe read_capsule(std::vector<uint8_t> *data = nullptr) {
+    auto h = peer.read(pdu::kCommonLen);
+    pdu::Common c = pdu::decode_common(h.data());
+    assert_int_equal(c.type, static_cast<int>(pdu::Type::CapsuleCmd));
+    auto rest = peer.read(c.plen - pdu::kCommonLen);
+    h.insert(h.end(), rest.begin(), rest.end());
+    if (dg.header) assert_true(pdu::header_digest_ok(h.data(), pdu::kCmdHlen));
+    nvme::Sqe sqe;
+    memcpy(sqe.b.data(), h.data() + 8, 64);
+    if (data && c.pdo) {
+      const size_t dlen = c.plen - c.pdo - (dg.data ? 4 : 0);
+      data->assign(h.begin() + c.pdo, h.begin() + c.pdo + static_cast<long>(dlen));
+      if (dg.data) assert_int_equal(wire::get32(h.data(), c.pdo + dlen), crc32c(data->data(), dlen));
+    }
+    return sqe;
+  }
+  std::vector<uint8_t> header(pdu::Type t, uint8_t flags, uint8_t hlen, uint8_t pdo, uint32_t plen) {
+    std::vector<uint8_t> h(hlen + (dg.header ? 4 : 0));
+    pdu::encode_common(h.data(), t, static_cast<uint8_t>(flags | (dg.header ? pdu::kFlagHdgst : 0)), hlen, pdo, plen);
+    return h;
+  }
+  void seal(std::vector<uint8_t> &h, size_t hlen) {
+    if (dg.header) pdu::put_header_digest(h.data(), hlen);
+  }
+  void send_resp(uint16_t cid, uint16_t status) {
+    auto h = header(pdu::Type::CapsuleResp, 0, 24, 0, 24 + (dg.header ? 4 : 0));
+    nvme::Cqe c;
+    c.cid = cid;
+    c.status = status;
+    nvme::encode_cqe(h.data() + 8, c);
+    seal(h, 24);
+    peer.write(h);
+  }
+  void send_c2h(uint16_t cid, uint32_t off, const std::vector<uint8_t> &data, uint8_t flags, bool corrupt_ddgst = false) {
+    const uint8_t pdo = static_cast<uint8_t>(24 + (dg.header ? 4 : 0));
+    const uint32_t plen = pdo + static_cast<uint32_t>(data.size()) + (dg.data ? 4 : 0);
+    auto h = header(pdu::Type::C2HData, static_cast<uint8_t>(flags | (dg.data ? pdu::kFlagDdgst : 0)), 24, pdo, plen);
+    wire::put16(h.data(), 8, cid);
+    wire::put32(h.data(), 12, off);
+    wire::put32(h.data(), 16, static_cast<uint32_t>(data.size()));
+    seal(h, 24);
+    peer.write(h);
+    peer.write(data);
+    if (dg.data) {
+      uint8_t d[4];
+      wire::put32(d, 0, crc32c(data.data(), data.size()) ^ (corrupt_ddgst ? 1u : 0u));
+      peer.write(d, 4);
+    }
+  }
+  void send_r2t(uint16_t cid, uint16_t ttag, uint32_t off, uint32_t len) {
+    auto h = header(pdu::Type::R2T, 0, 24, 0, 24 + (dg.header ? 4 : 0));
+    wire::put16(h.data(), 8, cid);
+    wire::put16(h.data(), 10, ttag);
+    wire::put32(h.data(), 12, off);
+    wire::put32(h.data(), 16, len);
+    seal(h, 24);
+    peer.write(h);
+  }
+  // Drive the queue until `n` completions are there (or it fails).
+  std::vector<Completion> wait(size_t n) {
+    std::vector<Completion> out;
+    for (int i = 0; i < 200 && out.size() < n; i++) {
+      q->flush();
+      q->process(10);
+      for (auto &c : q->completions()) out.push_back(c);
+      q->completions().clear();
+    }
+    return out;
+  }
+};
+
+std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; i++) v[i] = static_cast<uint8_t>(seed + i * 7);
+  return v;
+}
+
+Command read_cmd(std::vector<uint8_t> &buf, void *cookie) {
+  Command c;
+  c.sqe = nvme::make_rw(nvme::kCmdRead, 1, 0, static_cast<uint32_t>(buf.size() / 512));
+  c.data = buf.data();
+  c.len = static_cast<uint32_t>(buf.size());
+  c.dir = DataDir::FromController;
+  c.cookie = cookie;
+  return c;
+}
+
+Command write_cmd(std::vector<uint8_t> &buf, void *cookie) {
+  Command c = read_cmd(buf, cookie);
+  c.sqe = nvme::make_rw(nvme::kCmdWrite, 1, 0, static_cast<uint32_t>(buf.size() / 512));
+  c.dir = DataDir::ToController;
+  return c;
+}
+
+} // namespace
+
+static void read_with_success_flag(pdu::Digests dg) {
+  Fixture f(dg);
+  std::vector<uint8_t> buf(8192, 0);
+  int cookie;
+  assert_true(f.q->submit(read_cmd(buf, &cookie)));
+  f.q->flush();
+  nvme::Sqe sqe = f.read_capsule();
+  assert_int_equal(sqe.opcode(), nvme::kCmdRead);
+  assert_int_equal(sqe.sgl_type(), nvme::kSglTransportDataBlock);
+  assert_int_equal(sqe.sgl_len(), 8192);
+  assert_int_equal(sqe.b[1] & 0xc0, 0x40); // PSDT = SGL
+  auto data = pattern(8192, 3);
+  std::vector<uint8_t> a(data.begin(), data.begin() + 3000), b(data.begin() + 3000, data.end());
+  f.send_c2h(sqe.cid(), 0, a, 0);
+  f.send_c2h(sqe.cid(), 3000, b, pdu::kFlagLast | pdu::kFlagSuccess);
+  auto done = f.wait(1);
+  assert_int_equal(done.size(), 1);
+  assert_ptr_equal(done[0].cookie, &cookie);
+  assert_int_equal(done[0].error, 0);
+  assert_memory_equal(buf.data(), data.data(), data.size());
+}
+static void read_success_plain(void **) { read_with_success_flag({false, false}); }
+static void read_success_digests(void **) { read_with_success_flag({true, true}); }
+
+static void read_then_capsule_resp(void **) {
+  Fixture f({false, false});
+  std::vector<uint8_t> buf(4096);
+  int cookie;
+  assert_true(f.q->submit(read_cmd(buf, &cookie)));
+  f.q->flush();
+  nvme::Sqe sqe = f.read_capsule();
+  f.send_c2h(sqe.cid(), 0, pattern(4096, 9), pdu::kFlagLast);
+  f.send_resp(sqe.cid(), 0);
+  auto done = f.wait(1);
+  assert_int_equal(done.size(), 1);
+  assert_int_equal(done[0].error, 0);
+  assert_int_equal(buf[1], pattern(4096, 9)[1]);
+}
+
+static void write_in_capsule(void **) {
+  Fixture f({true, true});
+  auto buf = pattern(4096, 1);
+  int cookie;
+  assert_true(f.q->submit(write_cmd(buf, &cookie)));
+  f.q->flush();
+  std::vector<uint8_t> got;
+  nvme::Sqe sqe = f.read_capsule(&got);
+  assert_int_equal(sqe.sgl_type(), nvme::kSglDataBlockOffset);
+  assert_int_equal(sqe.sgl_len(), 4096);
+  assert_true(got == buf);
+  f.send_resp(sqe.cid(), 0);
+  auto done = f.wait(1);
+  assert_int_equal(done.size(), 1);
+  assert_int_equal(done[0].error, 0);
+}
+
+static void write_r2t_split_by_maxh2cdata(void **) {
+  Fixture f({true, true}, 8192, 8, 0);
+  auto buf = pattern(20480, 5);
+  int cookie;
+  assert_true(f.q->submit(write_cmd(buf, &cookie)));
+  f.q->flush();
+  nvme::Sqe sqe = f.read_capsule();
+  assert_int_equal(sqe.sgl_type(), nvme::kSglTransportDataBlock);
+  f.send_r2t(sqe.cid(), 0x77, 0, 20480);
+  f.wait(0);
+  std::vector<uint8_t> got;
+  uint32_t expect_off = 0;
+  for (int i = 0; i < 3; i++) {
+    f.q->process(10);
+    auto h = f.peer.read(28);
+    pdu::Common c = pdu::decode_common(h.data());
+    assert_int_equal(c.type, static_cast<int>(pdu::Type::H2CData));
+    assert_true(pdu::header_digest_ok(h.data(), 24));
+    pdu::DataHdr d = pdu::decode_data_hdr(h.data());
+    assert_int_equal(d.ttag, 0x77);
+    assert_int_equal(d.datao, expect_off);
+    assert_true(d.datal <= 8192);
+    assert_int_equal(bool(c.flags & pdu::kFlagLast), i == 2);
+    auto data = f.peer.read(d.datal);
+    auto dd = f.peer.read(4);
+    assert_int_equal(wire::get32(dd.data(), 0), crc32c(data.data(), data.size()));
+    got.insert(got.end(), data.begin(), data.end());
+    expect_off += d.datal;
+  }
+  assert_true(got == buf);
+  f.send_resp(sqe.cid(), 0);
+  auto done = f.wait(1);
+  assert_int_equal(done.size(), 1);
+  assert_int_equal(done[0].error, 0);
+}
+
+static void data_digest_mismatch_fails_io_and_queue(void **) {
+  Fixture f({false, true});
+  std::vector<uint8_t> buf(4096), buf2(4096);
+  int c1, c2;
+  assert_true(f.q->submit(read_cmd(buf, &c1)));
+  assert_true(f.q->submit(read_cmd(buf2, &c2)));
+  f.q->flush();
+  nvme::Sqe sqe = f.read_capsule();
+  f.read_capsule();
+  f.send_c2h(sqe.cid(), 0, pattern(4096, 2), pdu::kFlagLast | pdu::kFlagSuccess, true);
+  auto done = f.wait(2);
+  assert_int_equal(done.size(), 2);
+  assert_ptr_equal(done[0].cookie, &c1);
+  assert_int_equal(done[0].error, EILSEQ);
+  assert_int_not_equal(done[1].error, 0);
+  assert_true(f.q->failed());
+  assert_non_null(strstr(f.q->failure().c_str(), "data digest"));
+  assert_false(f.q->submit(read_cmd(buf, &c1)));
+}
+
+static void expect_termreq(Fixture &f, pdu::Fes fes) {
+  auto h = f.peer.read(24);
+  pdu::Common c = pdu::decode_common(h.data());
+  assert_int_equal(c.type, static_cast<int>(pdu::Type::H2CTermReq));
+  assert_int_equal(pdu::decode_termreq(h.data()).fes, static_cast<int>(fes));
+}
+
+static void header_digest_mismatch_sends_termreq(void **) {
+  Fixture f({true, false});
+  std::vector<uint8_t> buf(4096);
+  int c1;
+  assert_true(f.q->submit(read_cmd(buf, &c1)));
+  f.q->flush();
+  nvme::Sqe sqe = f.read_capsule();
+  auto h = f.header(pdu::Type::CapsuleResp, 0, 24, 0, 28);
+  nvme::Cqe cqe;
+  cqe.cid = sqe.cid();
+  nvme::encode_cqe(h.data() + 8, cqe);
+  f.seal(h, 24);
+  h[25] ^= 0xff; // corrupt the digest
+  f.peer.write(h);
+  auto done = f.wait(1);
+  assert_int_equal(done.size(), 1);
+  assert_int_equal(done[0].error, EPROTO);
+  assert_true(f.q->failed());
+  expect_termreq(f, pdu::Fes::HeaderDigestError);
+}
+
+static void hostile_pdus(void **) {
+  struct Case {
+    const char *name;
+    pdu::Fes fes;
+  };
+  // Each case: one read and one write in flight, then one bad PDU.
+  for (int k = 0; k < 7; k++) {
+    Fixture f({false, false}, 1 << 20, 8, 0);
+    std::vector<uint8_t> rbuf(4096), wbuf = pattern(4096, 1);
+    int c1, c2;
+    assert_true(f.q->submit(read_cmd(rbuf, &c1)));
+    assert_true(f.q->submit(write_cmd(wbuf, &c2)));
+    f.q->flush();
+    nvme::Sqe rd = f.read_capsule(), wr = f.read_capsule();
+    pdu::Fes want = pdu::Fes::InvalidHeaderField;
+    switch (k) {
+    case 0: f.send_resp(0x0123, 0); break;                                   // cid not in flight
+    case 1: f.send_c2h(wr.cid(), 0, pattern(512, 1), pdu::kFlagLast); break; // C2HData for a write
+    case 2: f.send_c2h(rd.cid(), 4000, pattern(512, 1), 0); want = pdu::Fes::DataOutOfRange; break;
+    case 3: f.send_r2t(rd.cid(), 1, 0, 512); break;                          // R2T for a read
+    case 4: f.send_r2t(wr.cid(), 1, 2048, 4096); want = pdu::Fes::DataOutOfRange; break;
+    case 5: // both R2Ts arrive in one read, before any H2CData is generated
+      f.send_r2t(wr.cid(), 1, 0, 1024);
+      f.send_r2t(wr.cid(), 2, 1024, 1024);
+      want = pdu::Fes::R2TLimitExceeded;
+      break;
+    case 6: { // plen smaller than the header
+      auto h = f.header(pdu::Type::C2HData, 0, 24, 24, 16);
+      f.peer.write(h);
+      break;
+    }
+    }
+    auto done = f.wait(2);
+    assert_int_equal(done.size(), 2);
+    assert_int_equal(done[0].error, EPROTO);
+    assert_int_equal(done[1].error, EPROTO);
+    assert_true(f.q->failed());
+    expect_termreq(f, want);
+  }
+}
+
+static void controller_termreq_and_close(void **) {
+  {
+    Fixture f({false, false});
+    std::vector<uint8_t> buf(512);
+    int c1;
+    assert_true(f.q->submit(read_cmd(buf, &c1)));
+    f.q->flush();
+    f.read_capsule();
+    uint8_t t[pdu::kTermMaxPlen];
+    size_t n = pdu::encode_termreq(t, pdu::Type::C2HTermReq, {2, 0}, nullptr, 0);
+    f.peer.write(t, n);
+    auto done = f.wait(1);
+    assert_int_equal(done.size(), 1);
+    assert_int_equal(done[0].error, ECONNRESET);
+    assert_non_null(strstr(f.q->failure().c_str(), "PDU sequence error"));
+  }
+  {
+    Fixture f({false, false});
+    std::vector<uint8_t> buf(512);
+    int c1;
+    assert_true(f.q->submit(read_cmd(buf, &c1)));
+    f.q->flush();
+    f.read_capsule();
+    shutdown(f.peer.fd, SHUT_RDWR);
+    auto done = f.wait(1);
+    assert_int_equal(done.size(), 1);
+    assert_int_equal(done[0].error, ECONNRESET);
+  }
+}
+
+static void status_errors_and_short_success(void **) {
+  Fixture f({false, false});
+  std::vector<uint8_t> buf(4096);
+  int c1, c2;
+  assert_true(f.q->submit(read_cmd(buf, &c1)));
+  assert_true(f.q->submit(read_cmd(buf, &c2)));
+  f.q->flush();
+  nvme::Sqe a = f.read_capsule(), b = f.read_capsule();
+  f.send_resp(a.cid(), nvme::kStatusLbaOutOfRange);
+  f.send_c2h(b.cid(), 0, pattern(1024, 1), pdu::kFlagLast | pdu::kFlagSuccess); // 1 KiB of 4
+  auto done = f.wait(2);
+  assert_int_equal(done.size(), 2);
+  assert_int_equal(done[0].error, ENOSPC);
+  assert_int_equal(done[0].status, nvme::kStatusLbaOutOfRange);
+  assert_int_equal(done[1].error, EIO);
+  assert_false(f.q->failed());
+}
+
+static void busy_and_stale_cid(void **) {
+  Fixture f({false, false}, 1 << 20, 2);
+  std::vector<uint8_t> buf(512);
+  int c;
+  assert_true(f.q->submit(read_cmd(buf, &c)));
+  assert_true(f.q->submit(read_cmd(buf, &c)));
+  assert_false(f.q->submit(read_cmd(buf, &c))); // all slots busy
+  assert_false(f.q->failed());
+  f.q->flush();
+  nvme::Sqe a = f.read_capsule();
+  f.read_capsule();
+  f.send_resp(a.cid(), 0);
+  f.send_c2h(a.cid(), 0, pattern(512, 1), 0); // data for a cid that already completed
+  auto done = f.wait(2);
+  // First completes (error: no data), then the stale C2HData fails the queue.
+  assert_int_equal(done.size(), 2);
+  assert_int_equal(done[0].error, EIO);
+  assert_int_equal(done[1].error, EPROTO);
+}
+
+int main() {
+  const CMUnitTest tests[] = {
+      cmocka_unit_test(read_success_plain),
+      cmocka_unit_test(read_success_digests),
+      cmocka_unit_test(read_then_capsule_resp),
+      cmocka_unit_test(write_in_capsule),
+      cmocka_unit_test(write_r2t_split_by_maxh2cdata),
+      cmocka_unit_test(data_digest_mismatch_fails_io_and_queue),
+      cmocka_unit_test(header_digest_mismatch_sends_termreq),
+      cmocka_unit_test(hostile_pdus),
+      cmocka_unit_test(controller_termreq_and_close),
+      cmocka_unit_test(status_errors_and_short_success),
+      cmocka_unit_test(busy_and_stale_cid),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
