@@ -1,0 +1,57 @@
+#!/bin/bash
+# One fio run of the engine against the Linux kernel target in the qemu lab.
+#   engine-case.sh STATEDIR EXPECT NAME [fio options...]
+#   engine-case.sh STATEDIR EXPECT NAME JOBFILE.fio [VAR=VALUE...]
+# Job files read the target from ${MPNVME_ENGINE}, ${MPNVME_PORT} and
+# ${MPNVME_SUBNQN}, as user job files do.
+# EXPECT: ok      fio exits 0 and no job reports an error; with verify=, the
+#                 verify reads really happened
+#         fail:RE fio exits non-zero and its output matches the regex RE
+# The engine path comes from MPNVME_ENGINE; MPNVME_PRELOAD is preloaded
+# (the sanitizer runtime when the engine is built with ASan).
+set -uo pipefail
+state=$1 expect=$2 name=$3
+shift 3
+port=$(cat "$state/port") || { echo "lab not running ($state)"; exit 1; }
+out="$state/$name.json" log="$state/$name.log"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
+export MPNVME_PORT=$port MPNVME_SUBNQN=nqn.2026-11.io.mpnvme:kernel-lab
+if [[ ${1:-} == *.fio ]]; then
+  jobfile=$1; shift
+  for kv in "$@"; do export "${kv?}"; done
+  set --
+  args=(--output-format=json --output="$out" "$jobfile")
+else
+  args=(--name="$name" --ioengine=external:"$MPNVME_ENGINE" --traddr=127.0.0.1 --trsvcid="$port"
+        --subnqn="$MPNVME_SUBNQN" --output-format=json --output="$out" "$@")
+fi
+echo "fio ${args[*]}"
+LD_PRELOAD=${MPNVME_PRELOAD:-} timeout -s INT 300 fio "${args[@]}" 2>"$log"
+rc=$?
+cat "$log"
+if grep -qE 'ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:' "$log"; then
+  echo "FAIL: sanitizer report"; exit 1
+fi
+case "$expect" in
+  ok)
+    [[ $rc == 0 ]] || { echo "FAIL: fio exited $rc"; exit 1; }
+    # fio may print non-JSON lines before the JSON document.
+    json=$(sed -n '/^{/,$p' "$out")
+    jq -e '[.jobs[].error] | all(. == 0)' <<<"$json" >/dev/null || { echo "FAIL: a job reported an error"; exit 1; }
+    jq -r '.jobs[] | "\(.jobname): read \(.read.io_bytes) B \(.read.iops|floor) IOPS, write \(.write.io_bytes) B \(.write.iops|floor) IOPS, trim \(.trim.io_bytes) B, clat p50 r/w \(.read.clat_ns.percentile."50.000000" // 0)/\(.write.clat_ns.percentile."50.000000" // 0) ns"' <<<"$json"
+    total=$(jq '[.jobs[] | .read.io_bytes + .write.io_bytes + .trim.io_bytes] | add' <<<"$json")
+    [[ $total -gt 0 ]] || { echo "FAIL: no I/O was done"; exit 1; }
+    if printf '%s\n' "$@" | grep -q -- '--verify='; then
+      # Verification must really read back what was written.
+      jq -e '[.jobs[] | .read.io_bytes] | add > 0' <<<"$json" >/dev/null || { echo "FAIL: verify read nothing"; exit 1; }
+    fi
+    ;;
+  fail:*)
+    re=${expect#fail:}
+    [[ $rc != 0 ]] || { echo "FAIL: fio exited 0 but should have failed"; exit 1; }
+    grep -qE "$re" "$log" "$out" || { echo "FAIL: output lacks /$re/"; exit 1; }
+    echo "refused as expected (exit $rc)"
+    ;;
+  *) echo "bad EXPECT $expect"; exit 2 ;;
+esac
+echo PASS
