@@ -5,6 +5,7 @@
 #   make demo       run jobs/demo.fio and print the result
 #   make install    PREFIX=/usr DESTDIR=...
 SHELL := /bin/bash
+MAKEFLAGS += --no-print-directory
 PREFIX ?= /usr/local
 DESTDIR ?=
 DEB_HOST_MULTIARCH ?= $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)

@@ -5,14 +5,21 @@
 
 namespace mpnvme {
 
+// Decimal, or hexadecimal with 0x (TOS values are usually written in hex).
 static bool parse_uint(const std::string &s, unsigned long max, unsigned &out) {
-  if (s.empty() || s.size() > 10) return false;
+  const bool hex = s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+  const std::string digits = hex ? s.substr(2) : s;
+  if (digits.empty() || digits.size() > 10) return false;
   unsigned long v = 0;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + static_cast<unsigned long>(c - '0');
+  for (char c : digits) {
+    int d;
+    if (c >= '0' && c <= '9') d = c - '0';
+    else if (hex && c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    else if (hex && c >= 'A' && c <= 'F') d = c - 'A' + 10;
+    else return false;
+    v = v * (hex ? 16 : 10) + static_cast<unsigned long>(d);
+    if (v > max) return false;
   }
-  if (v > max) return false;
   out = static_cast<unsigned>(v);
   return true;
 }
@@ -22,7 +29,7 @@ PriorityPairs PriorityPairs::parse(const std::string &text, const std::string &o
   if (text.empty()) return pp;
   auto fail = [&](const std::string &item, const std::string &why) {
     return std::invalid_argument(fmt::format(
-        "{}: bad entry '{}': {} (accepted: a number 0..{} for all queues, or SELECTOR:VALUE pairs "
+        "{}: bad entry '{}': {} (accepted: a number 0..{} (decimal or 0x hex) for all queues, or SELECTOR:VALUE pairs "
         "separated by commas with SELECTOR admin, io, N or N-M, e.g. {}=admin:0,io:{})",
         option, item, why, max_value, option, std::min(max_value, 6u)));
   };

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The qemu lab: a real Debian kernel (nvmet-tcp target, nvme-tcp host, netem)
 # booted under TCG with a busybox initramfs, for tests that need the Linux
-# kernel as the reference peer. See docs/kernel-lab.md.
+# kernel as the reference peer. See docs/design.md, "Kernel lab".
 #
 #   lab.sh prepare                      fetch the kernel (cached in .deps/kernel)
 #   lab.sh start STATEDIR SETUP.sh      boot; SETUP.sh runs as root in the guest

@@ -69,6 +69,9 @@ static void priority_pairs_resolution(void **) {
   assert_int_equal(*pp.for_queue(3), 1);
   assert_int_equal(*pp.for_queue(4), 4);
   assert_true(pp.any_nonzero());
+  pp = PriorityPairs::parse("io:0xb8,admin:0x0", "tos", 255);
+  assert_int_equal(*pp.for_queue(3), 0xb8);
+  assert_int_equal(*pp.for_queue(0), 0);
   pp = PriorityPairs::parse("", "tos", 255);
   assert_true(pp.empty());
   assert_false(pp.for_queue(1).has_value());
@@ -89,6 +92,9 @@ static void priority_pairs_rejected(void **) {
   expect_refused([] { PriorityPairs::parse("adm:1", "tos", 255); }, "selector must be");
   expect_refused([] { PriorityPairs::parse("io:1,,admin:2", "tos", 255); }, "tos: bad entry ''");
   expect_refused([] { PriorityPairs::parse("io:1x", "tos", 255); }, "value must be");
+  expect_refused([] { PriorityPairs::parse("io:0x", "tos", 255); }, "value must be");
+  expect_refused([] { PriorityPairs::parse("io:0x100", "tos", 255); }, "value must be");
+  expect_refused([] { PriorityPairs::parse("io:0xg1", "tos", 255); }, "value must be");
 }
 
 // Options as fio hands them over after applying the defaults of fio_glue.c.
