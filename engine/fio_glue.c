@@ -283,10 +283,13 @@ static void __attribute__((constructor)) mpnvme_check_fio_version(void)
 	if (!running)
 		return; /* not loaded by fio (e.g. a test linking the engine) */
 	if (strcmp(running, MPNVME_FIO_VERSION) != 0) {
-		fprintf(stderr,
-			"mpnvme: this engine was built against %s but is loaded by %s; "
-			"rebuild fio-mpnvme.so against the running fio's source\n",
-			MPNVME_FIO_VERSION, running);
+		char msg[256];
+
+		snprintf(msg, sizeof(msg),
+			 "this engine was built against %s but is loaded by %s; "
+			 "rebuild fio-mpnvme.so against the running fio's source",
+			 MPNVME_FIO_VERSION, running);
+		mpnvme_log_error(msg);
 		ioengine.version = 0;
 	}
 }

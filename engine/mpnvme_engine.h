@@ -81,6 +81,9 @@ int mpnvme_getevents(struct mpnvme_session *s, unsigned int min, unsigned int ma
 void *mpnvme_event(struct mpnvme_session *s, unsigned int i, int *error);
 void mpnvme_close(struct mpnvme_session *s);
 
+/* An error line in the engine's log (for the glue's load-time checks). */
+void mpnvme_log_error(const char *msg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -56,4 +56,6 @@ void mpnvme_close(mpnvme_session *s) {
   }
 }
 
+void mpnvme_log_error(const char *msg) { log().error("{}", msg); }
+
 } // extern "C"

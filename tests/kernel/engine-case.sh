@@ -7,6 +7,8 @@
 # EXPECT: ok      fio exits 0 and no job reports an error; with verify=, the
 #                 verify reads really happened
 #         fail:RE fio exits non-zero and its output matches the regex RE
+#         sigint  fio gets SIGINT after 4 s, must stop within 20 s and still
+#                 report the I/O it did
 # The engine path comes from MPNVME_ENGINE; MPNVME_PRELOAD is preloaded
 # (the sanitizer runtime when the engine is built with ASan).
 set -uo pipefail
@@ -26,8 +28,24 @@ else
         --subnqn="$MPNVME_SUBNQN" --output-format=json --output="$out" "$@")
 fi
 echo "fio ${args[*]}"
-LD_PRELOAD=${MPNVME_PRELOAD:-} timeout -s INT 300 fio "${args[@]}" 2>"$log"
-rc=$?
+if [[ $expect == sigint ]]; then
+  LD_PRELOAD=${MPNVME_PRELOAD:-} fio "${args[@]}" 2>"$log" &
+  pid=$!
+  sleep 4
+  kill -INT "$pid"
+  for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -9 "$pid"; echo "FAIL: fio still running 20 s after SIGINT"; exit 1
+  fi
+  wait "$pid"
+  rc=$?
+  # fio's exit status after a terminating signal is 128 by design.
+  [[ $rc == 128 ]] && rc=0
+  expect=ok
+else
+  LD_PRELOAD=${MPNVME_PRELOAD:-} timeout -s INT 300 fio "${args[@]}" 2>"$log"
+  rc=$?
+fi
 cat "$log"
 if grep -qE 'ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:' "$log"; then
   echo "FAIL: sanitizer report"; exit 1

@@ -186,15 +186,19 @@ static void engine_options_rejected(void **) {
     t.o.queue_size = 4096;
     expect_refused([&] { parse_engine_options(t.o); }, "queue_size=4096");
   }
-  {
+  struct NumCase {
+    unsigned mpnvme_opts::*field;
+    unsigned value;
+    const char *needle;
+  } numeric[] = {
+      {&mpnvme_opts::kato, 7200, "kato=7200"},
+      {&mpnvme_opts::connect_timeout, 0, "connect_timeout=0"},
+      {&mpnvme_opts::connect_timeout, 601, "connect_timeout=601"},
+  };
+  for (const NumCase &c : numeric) {
     Opts t;
-    t.o.kato = 7200;
-    expect_refused([&] { parse_engine_options(t.o); }, "kato=7200");
-  }
-  {
-    Opts t;
-    t.o.connect_timeout = 0;
-    expect_refused([&] { parse_engine_options(t.o); }, "connect_timeout=0");
+    t.o.*c.field = c.value;
+    expect_refused([&] { parse_engine_options(t.o); }, c.needle);
   }
   {
     Opts t;

@@ -129,6 +129,19 @@ struct Fixture {
     seal(h, 24);
     peer.write(h);
   }
+  // Submit and send one command; returns the capsule as the controller sees it.
+  nvme::Sqe issue(const Command &c, std::vector<uint8_t> *data = nullptr) {
+    assert_true(q->submit(c));
+    q->flush();
+    return read_capsule(data);
+  }
+  // Complete `cid` with success and check the host reports success.
+  void complete_ok(uint16_t cid) {
+    send_resp(cid, 0);
+    auto done = wait(1);
+    assert_int_equal(done.size(), 1);
+    assert_int_equal(done[0].error, 0);
+  }
   // Drive the queue until `n` completions are there (or it fails).
   std::vector<Completion> wait(size_t n) {
     std::vector<Completion> out;
@@ -171,9 +184,7 @@ static void read_with_success_flag(pdu::Digests dg) {
   Fixture f(dg);
   std::vector<uint8_t> buf(8192, 0);
   int cookie;
-  assert_true(f.q->submit(read_cmd(buf, &cookie)));
-  f.q->flush();
-  nvme::Sqe sqe = f.read_capsule();
+  nvme::Sqe sqe = f.issue(read_cmd(buf, &cookie));
   assert_int_equal(sqe.opcode(), nvme::kCmdRead);
   assert_int_equal(sqe.sgl_type(), nvme::kSglTransportDataBlock);
   assert_int_equal(sqe.sgl_len(), 8192);
@@ -195,14 +206,9 @@ static void read_then_capsule_resp(void **) {
   Fixture f({false, false});
   std::vector<uint8_t> buf(4096);
   int cookie;
-  assert_true(f.q->submit(read_cmd(buf, &cookie)));
-  f.q->flush();
-  nvme::Sqe sqe = f.read_capsule();
+  nvme::Sqe sqe = f.issue(read_cmd(buf, &cookie));
   f.send_c2h(sqe.cid(), 0, pattern(4096, 9), pdu::kFlagLast);
-  f.send_resp(sqe.cid(), 0);
-  auto done = f.wait(1);
-  assert_int_equal(done.size(), 1);
-  assert_int_equal(done[0].error, 0);
+  f.complete_ok(sqe.cid());
   assert_int_equal(buf[1], pattern(4096, 9)[1]);
 }
 
@@ -210,26 +216,19 @@ static void write_in_capsule(void **) {
   Fixture f({true, true});
   auto buf = pattern(4096, 1);
   int cookie;
-  assert_true(f.q->submit(write_cmd(buf, &cookie)));
-  f.q->flush();
   std::vector<uint8_t> got;
-  nvme::Sqe sqe = f.read_capsule(&got);
+  nvme::Sqe sqe = f.issue(write_cmd(buf, &cookie), &got);
   assert_int_equal(sqe.sgl_type(), nvme::kSglDataBlockOffset);
   assert_int_equal(sqe.sgl_len(), 4096);
   assert_true(got == buf);
-  f.send_resp(sqe.cid(), 0);
-  auto done = f.wait(1);
-  assert_int_equal(done.size(), 1);
-  assert_int_equal(done[0].error, 0);
+  f.complete_ok(sqe.cid());
 }
 
 static void write_r2t_split_by_maxh2cdata(void **) {
   Fixture f({true, true}, 8192, 8, 0);
   auto buf = pattern(20480, 5);
   int cookie;
-  assert_true(f.q->submit(write_cmd(buf, &cookie)));
-  f.q->flush();
-  nvme::Sqe sqe = f.read_capsule();
+  nvme::Sqe sqe = f.issue(write_cmd(buf, &cookie));
   assert_int_equal(sqe.sgl_type(), nvme::kSglTransportDataBlock);
   f.send_r2t(sqe.cid(), 0x77, 0, 20480);
   f.wait(0);
@@ -253,10 +252,7 @@ static void write_r2t_split_by_maxh2cdata(void **) {
     expect_off += d.datal;
   }
   assert_true(got == buf);
-  f.send_resp(sqe.cid(), 0);
-  auto done = f.wait(1);
-  assert_int_equal(done.size(), 1);
-  assert_int_equal(done[0].error, 0);
+  f.complete_ok(sqe.cid());
 }
 
 static void data_digest_mismatch_fails_io_and_queue(void **) {
@@ -290,9 +286,7 @@ static void header_digest_mismatch_sends_termreq(void **) {
   Fixture f({true, false});
   std::vector<uint8_t> buf(4096);
   int c1;
-  assert_true(f.q->submit(read_cmd(buf, &c1)));
-  f.q->flush();
-  nvme::Sqe sqe = f.read_capsule();
+  nvme::Sqe sqe = f.issue(read_cmd(buf, &c1));
   auto h = f.header(pdu::Type::CapsuleResp, 0, 24, 0, 28);
   nvme::Cqe cqe;
   cqe.cid = sqe.cid();
@@ -353,9 +347,7 @@ static void controller_termreq_and_close(void **) {
     Fixture f({false, false});
     std::vector<uint8_t> buf(512);
     int c1;
-    assert_true(f.q->submit(read_cmd(buf, &c1)));
-    f.q->flush();
-    f.read_capsule();
+    f.issue(read_cmd(buf, &c1));
     uint8_t t[pdu::kTermMaxPlen];
     size_t n = pdu::encode_termreq(t, pdu::Type::C2HTermReq, {2, 0}, nullptr, 0);
     f.peer.write(t, n);
@@ -368,9 +360,7 @@ static void controller_termreq_and_close(void **) {
     Fixture f({false, false});
     std::vector<uint8_t> buf(512);
     int c1;
-    assert_true(f.q->submit(read_cmd(buf, &c1)));
-    f.q->flush();
-    f.read_capsule();
+    f.issue(read_cmd(buf, &c1));
     shutdown(f.peer.fd, SHUT_RDWR);
     auto done = f.wait(1);
     assert_int_equal(done.size(), 1);

@@ -1,0 +1,19 @@
+#!/bin/bash
+# make install PREFIX=/usr DESTDIR=tmp from an existing build: check the
+# layout and that fio lists the installed engine's options.
+set -euo pipefail
+src=$1 build=$2
+dest=$(mktemp -d)
+trap 'rm -rf "$dest"' EXIT
+make -s -C "$src" install PREFIX=/usr DESTDIR="$dest" BUILD="$build" >/dev/null
+arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+engine=$dest/usr/lib/$arch/mpnvme/fio-mpnvme.so
+for f in "$engine" "$dest/usr/share/mpnvme/jobs/demo.fio" "$dest/usr/share/man/man7/fio-mpnvme.7"; do
+  [[ -f $f ]] || { echo "FAIL: missing $f"; exit 1; }
+done
+export ASAN_OPTIONS=detect_leaks=0
+preload=""
+if nm -D "$engine" | grep -q __asan_init; then preload=$(gcc -print-file-name=libasan.so); fi
+LD_PRELOAD=$preload fio --enghelp="$engine" | grep -q '^sk_priority' || { echo "FAIL: fio --enghelp lists no engine options"; exit 1; }
+man -l "$dest/usr/share/man/man7/fio-mpnvme.7" 2>/dev/null | grep -q "PRIORITY PAIRS" || { echo "FAIL: man page does not render"; exit 1; }
+echo PASS
