@@ -21,253 +21,318 @@
 #define OPT(field) offsetof(struct mpnvme_opts, field)
 
 static struct fio_option options[] = {
-	{ .name = "traddr", .lname = "Target address(es)", .type = FIO_OPT_STR_STORE, .off1 = OPT(traddr),
-	  .help = "Target address; comma-separated list of paths ADDR, ADDR:PORT or [IPV6]:PORT",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "trsvcid", .lname = "Target port", .type = FIO_OPT_STR_STORE, .off1 = OPT(trsvcid), .def = "4420",
-	  .help = "Target TCP port for paths that do not name one",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "transport", .lname = "Transport", .type = FIO_OPT_STR_STORE, .off1 = OPT(transport), .def = "mptcp",
-	  .help = "Socket protocol: mptcp (falls back to TCP against a plain TCP peer) or tcp",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "subnqn", .lname = "Subsystem NQN", .type = FIO_OPT_STR_STORE, .off1 = OPT(subnqn),
-	  .help = "NQN of the NVMe subsystem to connect to (required)",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "hostnqn", .lname = "Host NQN", .type = FIO_OPT_STR_STORE, .off1 = OPT(hostnqn),
-	  .help = "Host NQN (default: /etc/nvme/hostnqn, else a generated uuid NQN)",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "hostid", .lname = "Host ID", .type = FIO_OPT_STR_STORE, .off1 = OPT(hostid),
-	  .help = "Host ID UUID (default: /etc/nvme/hostid, else from the host NQN)",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "nsid", .lname = "Namespace ID", .type = FIO_OPT_INT, .off1 = OPT(nsid), .def = "1",
-	  .help = "Namespace to run I/O against",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "host_traddr", .lname = "Host source address", .type = FIO_OPT_STR_STORE, .off1 = OPT(host_traddr),
-	  .help = "Local address to bind the queue sockets to",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "host_iface", .lname = "Host interface", .type = FIO_OPT_STR_STORE, .off1 = OPT(host_iface),
-	  .help = "Network interface to bind the queue sockets to (SO_BINDTODEVICE)",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "queue_size", .lname = "I/O queue size", .type = FIO_OPT_INT, .off1 = OPT(queue_size), .def = "0",
-	  .help = "Entries of the I/O queue (2..1024); 0 = iodepth, bounded by the controller's MQES",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "kato", .lname = "Keep alive timeout", .type = FIO_OPT_INT, .off1 = OPT(kato), .def = "5",
-	  .help = "Keep alive timeout in seconds (Keep Alive sent every kato/2; 0 disables)",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "hdr_digest", .lname = "Header digest", .type = FIO_OPT_BOOL, .off1 = OPT(hdr_digest), .def = "0",
-	  .help = "Negotiate CRC32C header digests",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "data_digest", .lname = "Data digest", .type = FIO_OPT_BOOL, .off1 = OPT(data_digest), .def = "0",
-	  .help = "Negotiate CRC32C data digests",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "sk_priority", .lname = "Socket priority pairs", .type = FIO_OPT_STR_STORE, .off1 = OPT(sk_priority),
-	  .help = "SO_PRIORITY: a number for all queues, or SELECTOR:VALUE pairs (admin, io, N, N-M)",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "tos", .lname = "TOS pairs", .type = FIO_OPT_STR_STORE, .off1 = OPT(tos),
-	  .help = "IP TOS / traffic class: a number for all queues, or SELECTOR:VALUE pairs (admin, io, N, N-M)",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "iopolicy", .lname = "Multipath I/O policy", .type = FIO_OPT_STR_STORE, .off1 = OPT(iopolicy), .def = "numa",
-	  .help = "Path selection across traddr paths: numa, round-robin, queue-depth",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "log_level", .lname = "Log level", .type = FIO_OPT_STR_STORE, .off1 = OPT(log_level), .def = "warn",
-	  .help = "Engine log level: trace, debug, info, warn, error, off",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "trim_mode", .lname = "Trim command", .type = FIO_OPT_STR_STORE, .off1 = OPT(trim_mode), .def = "dsm",
-	  .help = "NVMe command for fio trims: dsm (Dataset Management deallocate) or write_zeroes",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "disable_sqflow", .lname = "Disable SQ flow control", .type = FIO_OPT_BOOL, .off1 = OPT(disable_sqflow), .def = "1",
-	  .help = "Ask the controller to disable SQ flow control (enables C2HData SUCCESS, one PDU less per read)",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = "connect_timeout", .lname = "Connect timeout", .type = FIO_OPT_INT, .off1 = OPT(connect_timeout), .def = "10",
-	  .help = "Seconds allowed for TCP connect and each admin command (1..600)",
-	  .category = FIO_OPT_C_ENGINE, .group = FIO_OPT_G_INVALID },
-	{ .name = NULL },
+    {.name = "traddr",
+     .lname = "Target address(es)",
+     .type = FIO_OPT_STR_STORE,
+     .off1 = OPT(traddr),
+     .help = "Target address; comma-separated list of paths ADDR, ADDR:PORT or [IPV6]:PORT",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "trsvcid",
+     .lname = "Target port",
+     .type = FIO_OPT_STR_STORE,
+     .off1 = OPT(trsvcid),
+     .def = "4420",
+     .help = "Target TCP port for paths that do not name one",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "transport",
+     .lname = "Transport",
+     .type = FIO_OPT_STR_STORE,
+     .off1 = OPT(transport),
+     .def = "mptcp",
+     .help = "Socket protocol: mptcp (falls back to TCP against a plain TCP peer) or tcp",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "subnqn",
+     .lname = "Subsystem NQN",
+     .type = FIO_OPT_STR_STORE,
+     .off1 = OPT(subnqn),
+     .help = "NQN of the NVMe subsystem to connect to (required)",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "hostnqn",
+     .lname = "Host NQN",
+     .type = FIO_OPT_STR_STORE,
+     .off1 = OPT(hostnqn),
+     .help = "Host NQN (default: /etc/nvme/hostnqn, else a generated uuid NQN)",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "hostid",
+     .lname = "Host ID",
+     .type = FIO_OPT_STR_STORE,
+     .off1 = OPT(hostid),
+     .help = "Host ID UUID (default: /etc/nvme/hostid, else from the host NQN)",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "nsid",
+     .lname = "Namespace ID",
+     .type = FIO_OPT_INT,
+     .off1 = OPT(nsid),
+     .def = "1",
+     .help = "Namespace to run I/O against",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "host_traddr",
+     .lname = "Host source address",
+     .type = FIO_OPT_STR_STORE,
+     .off1 = OPT(host_traddr),
+     .help = "Local address to bind the queue sockets to",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "host_iface",
+     .lname = "Host interface",
+     .type = FIO_OPT_STR_STORE,
+     .off1 = OPT(host_iface),
+     .help = "Network interface to bind the queue sockets to (SO_BINDTODEVICE)",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "queue_size",
+     .lname = "I/O queue size",
+     .type = FIO_OPT_INT,
+     .off1 = OPT(queue_size),
+     .def = "0",
+     .help = "Entries of the I/O queue (2..1024); 0 = iodepth, bounded by the controller's MQES",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "kato",
+     .lname = "Keep alive timeout",
+     .type = FIO_OPT_INT,
+     .off1 = OPT(kato),
+     .def = "5",
+     .help = "Keep alive timeout in seconds (Keep Alive sent every kato/2; 0 disables)",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "hdr_digest",
+     .lname = "Header digest",
+     .type = FIO_OPT_BOOL,
+     .off1 = OPT(hdr_digest),
+     .def = "0",
+     .help = "Negotiate CRC32C header digests",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "data_digest",
+     .lname = "Data digest",
+     .type = FIO_OPT_BOOL,
+     .off1 = OPT(data_digest),
+     .def = "0",
+     .help = "Negotiate CRC32C data digests",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "sk_priority",
+     .lname = "Socket priority pairs",
+     .type = FIO_OPT_STR_STORE,
+     .off1 = OPT(sk_priority),
+     .help = "SO_PRIORITY: a number for all queues, or SELECTOR:VALUE pairs (admin, io, N, N-M)",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "tos",
+     .lname = "TOS pairs",
+     .type = FIO_OPT_STR_STORE,
+     .off1 = OPT(tos),
+     .help = "IP TOS / traffic class: a number for all queues, or SELECTOR:VALUE pairs (admin, io, N, N-M)",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "iopolicy",
+     .lname = "Multipath I/O policy",
+     .type = FIO_OPT_STR_STORE,
+     .off1 = OPT(iopolicy),
+     .def = "numa",
+     .help = "Path selection across traddr paths: numa, round-robin, queue-depth",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "log_level",
+     .lname = "Log level",
+     .type = FIO_OPT_STR_STORE,
+     .off1 = OPT(log_level),
+     .def = "warn",
+     .help = "Engine log level: trace, debug, info, warn, error, off",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "trim_mode",
+     .lname = "Trim command",
+     .type = FIO_OPT_STR_STORE,
+     .off1 = OPT(trim_mode),
+     .def = "dsm",
+     .help = "NVMe command for fio trims: dsm (Dataset Management deallocate) or write_zeroes",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "disable_sqflow",
+     .lname = "Disable SQ flow control",
+     .type = FIO_OPT_BOOL,
+     .off1 = OPT(disable_sqflow),
+     .def = "1",
+     .help = "Ask the controller to disable SQ flow control (enables C2HData SUCCESS, one PDU less per read)",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = "connect_timeout",
+     .lname = "Connect timeout",
+     .type = FIO_OPT_INT,
+     .off1 = OPT(connect_timeout),
+     .def = "10",
+     .help = "Seconds allowed for TCP connect and each admin command (1..600)",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
+    {.name = NULL},
 };
 
 /* Per-job state kept on the fio side: the io_us queued since the last
  * commit, stamped with their issue time when the batch is sent. */
 struct glue {
-	struct mpnvme_session *session;
-	struct io_u **pending;
-	unsigned int nr_pending;
-	unsigned int depth;
+  struct mpnvme_session *session;
+  struct io_u **pending;
+  unsigned int nr_pending;
+  unsigned int depth;
 };
 
-static void describe_job(struct thread_data *td, struct mpnvme_job *j)
-{
-	memset(j, 0, sizeof(*j));
-	j->name = td->o.name;
-	j->job_number = td->thread_number;
-	j->iodepth = td->o.iodepth;
-	for (int d = 0; d < 3; d++) {
-		j->min_bs[d] = td->o.min_bs[d];
-		j->max_bs[d] = td->o.max_bs[d];
-	}
-	j->uses_trim = td_trim(td) || td->o.trim_percentage || td->o.trim_backlog;
-	if (!j->uses_trim)
-		j->min_bs[DDIR_TRIM] = j->max_bs[DDIR_TRIM] = 0;
+static void describe_job(struct thread_data *td, struct mpnvme_job *j) {
+  memset(j, 0, sizeof(*j));
+  j->name = td->o.name;
+  j->job_number = td->thread_number;
+  j->iodepth = td->o.iodepth;
+  for (int d = 0; d < 3; d++) {
+    j->min_bs[d] = td->o.min_bs[d];
+    j->max_bs[d] = td->o.max_bs[d];
+  }
+  j->uses_trim = td_trim(td) || td->o.trim_percentage || td->o.trim_backlog;
+  if (!j->uses_trim) j->min_bs[DDIR_TRIM] = j->max_bs[DDIR_TRIM] = 0;
 }
 
 /* fio setup: parent process, before jobs fork. Size the "file" from the
  * namespace so that size= may be omitted. */
-static int mpnvme_fio_setup(struct thread_data *td)
-{
-	struct mpnvme_job job;
-	unsigned long long bytes = 0;
+static int mpnvme_fio_setup(struct thread_data *td) {
+  struct mpnvme_job job;
+  unsigned long long bytes = 0;
 
-	if (!td->files_index) {
-		add_file(td, td->o.filename ? td->o.filename : "mpnvme", 0, 0);
-		td->o.nr_files = td->o.nr_files ? : 1;
-		td->o.open_files++;
-	}
-	describe_job(td, &job);
-	if (mpnvme_probe(td->eo, &job, &bytes))
-		return 1;
-	for (unsigned int i = 0; i < td->o.nr_files; i++)
-		td->files[i]->real_file_size = bytes;
-	return 0;
+  if (!td->files_index) {
+    add_file(td, td->o.filename ? td->o.filename : "mpnvme", 0, 0);
+    td->o.nr_files = td->o.nr_files ?: 1;
+    td->o.open_files++;
+  }
+  describe_job(td, &job);
+  if (mpnvme_probe(td->eo, &job, &bytes)) return 1;
+  for (unsigned int i = 0; i < td->o.nr_files; i++)
+    td->files[i]->real_file_size = bytes;
+  return 0;
 }
 
-static int mpnvme_fio_init(struct thread_data *td)
-{
-	struct mpnvme_job job;
-	struct glue *g = calloc(1, sizeof(*g));
+static int mpnvme_fio_init(struct thread_data *td) {
+  struct mpnvme_job job;
+  struct glue *g = calloc(1, sizeof(*g));
 
-	if (!g)
-		return 1;
-	describe_job(td, &job);
-	g->depth = td->o.iodepth ? td->o.iodepth : 1;
-	g->pending = calloc(g->depth, sizeof(*g->pending));
-	g->session = g->pending ? mpnvme_open(td->eo, &job) : NULL;
-	if (!g->session) {
-		free(g->pending);
-		free(g);
-		return 1;
-	}
-	td->io_ops_data = g;
-	return 0;
+  if (!g) return 1;
+  describe_job(td, &job);
+  g->depth = td->o.iodepth ? td->o.iodepth : 1;
+  g->pending = calloc(g->depth, sizeof(*g->pending));
+  g->session = g->pending ? mpnvme_open(td->eo, &job) : NULL;
+  if (!g->session) {
+    free(g->pending);
+    free(g);
+    return 1;
+  }
+  td->io_ops_data = g;
+  return 0;
 }
 
-static void mpnvme_fio_cleanup(struct thread_data *td)
-{
-	struct glue *g = td->io_ops_data;
+static void mpnvme_fio_cleanup(struct thread_data *td) {
+  struct glue *g = td->io_ops_data;
 
-	if (!g)
-		return;
-	mpnvme_close(g->session);
-	free(g->pending);
-	free(g);
-	td->io_ops_data = NULL;
+  if (!g) return;
+  mpnvme_close(g->session);
+  free(g->pending);
+  free(g);
+  td->io_ops_data = NULL;
 }
 
-static enum fio_q_status mpnvme_fio_queue(struct thread_data *td, struct io_u *io_u)
-{
-	struct glue *g = td->io_ops_data;
-	struct mpnvme_io io = {
-		.cookie = io_u,
-		.index = io_u->index,
-		.buf = io_u->xfer_buf,
-		.len = io_u->xfer_buflen,
-		.offset = io_u->offset,
-	};
-	int error = 0, rc;
+static enum fio_q_status mpnvme_fio_queue(struct thread_data *td, struct io_u *io_u) {
+  struct glue *g = td->io_ops_data;
+  struct mpnvme_io io = {
+      .cookie = io_u,
+      .index = io_u->index,
+      .buf = io_u->xfer_buf,
+      .len = io_u->xfer_buflen,
+      .offset = io_u->offset,
+  };
+  int error = 0, rc;
 
-	fio_ro_check(td, io_u);
-	switch (io_u->ddir) {
-	case DDIR_READ: io.ddir = MPNVME_READ; break;
-	case DDIR_WRITE: io.ddir = MPNVME_WRITE; break;
-	case DDIR_TRIM: io.ddir = MPNVME_TRIM; break;
-	case DDIR_SYNC:
-	case DDIR_DATASYNC:
-	case DDIR_SYNC_FILE_RANGE: io.ddir = MPNVME_SYNC; break;
-	default:
-		io_u->error = EINVAL;
-		return FIO_Q_COMPLETED;
-	}
-	if (g->nr_pending == g->depth)
-		return FIO_Q_BUSY;
-	rc = mpnvme_queue(g->session, &io, &error);
-	if (rc == MPNVME_BUSY)
-		return FIO_Q_BUSY;
-	if (rc == MPNVME_COMPLETED) {
-		io_u->error = error;
-		return FIO_Q_COMPLETED;
-	}
-	g->pending[g->nr_pending++] = io_u;
-	return FIO_Q_QUEUED;
+  fio_ro_check(td, io_u);
+  switch (io_u->ddir) {
+  case DDIR_READ: io.ddir = MPNVME_READ; break;
+  case DDIR_WRITE: io.ddir = MPNVME_WRITE; break;
+  case DDIR_TRIM: io.ddir = MPNVME_TRIM; break;
+  case DDIR_SYNC:
+  case DDIR_DATASYNC:
+  case DDIR_SYNC_FILE_RANGE: io.ddir = MPNVME_SYNC; break;
+  default: io_u->error = EINVAL; return FIO_Q_COMPLETED;
+  }
+  if (g->nr_pending == g->depth) return FIO_Q_BUSY;
+  rc = mpnvme_queue(g->session, &io, &error);
+  if (rc == MPNVME_BUSY) return FIO_Q_BUSY;
+  if (rc == MPNVME_COMPLETED) {
+    io_u->error = error;
+    return FIO_Q_COMPLETED;
+  }
+  g->pending[g->nr_pending++] = io_u;
+  return FIO_Q_QUEUED;
 }
 
-static int mpnvme_fio_commit(struct thread_data *td)
-{
-	struct glue *g = td->io_ops_data;
-	struct timespec now;
+static int mpnvme_fio_commit(struct thread_data *td) {
+  struct glue *g = td->io_ops_data;
+  struct timespec now;
 
-	if (!g->nr_pending)
-		return 0;
-	mpnvme_commit(g->session);
-	/* Stamp issue time at the real send so that slat/clat mean what they say. */
-	if (fio_fill_issue_time(td)) {
-		fio_gettime(&now, NULL);
-		for (unsigned int i = 0; i < g->nr_pending; i++) {
-			memcpy(&g->pending[i]->issue_time, &now, sizeof(now));
-			io_u_queued(td, g->pending[i]);
-		}
-	}
-	io_u_mark_submit(td, g->nr_pending);
-	g->nr_pending = 0;
-	return 0;
+  if (!g->nr_pending) return 0;
+  mpnvme_commit(g->session);
+  /* Stamp issue time at the real send so that slat/clat mean what they say. */
+  if (fio_fill_issue_time(td)) {
+    fio_gettime(&now, NULL);
+    for (unsigned int i = 0; i < g->nr_pending; i++) {
+      memcpy(&g->pending[i]->issue_time, &now, sizeof(now));
+      io_u_queued(td, g->pending[i]);
+    }
+  }
+  io_u_mark_submit(td, g->nr_pending);
+  g->nr_pending = 0;
+  return 0;
 }
 
-static int mpnvme_fio_getevents(struct thread_data *td, unsigned int min, unsigned int max,
-				const struct timespec *t)
-{
-	struct glue *g = td->io_ops_data;
-	long long timeout_ns = t ? (long long)t->tv_sec * 1000000000LL + t->tv_nsec : -1;
+static int mpnvme_fio_getevents(struct thread_data *td, unsigned int min, unsigned int max, const struct timespec *t) {
+  struct glue *g = td->io_ops_data;
+  long long timeout_ns = t ? (long long)t->tv_sec * 1000000000LL + t->tv_nsec : -1;
 
-	return mpnvme_getevents(g->session, min, max, timeout_ns);
+  return mpnvme_getevents(g->session, min, max, timeout_ns);
 }
 
-static struct io_u *mpnvme_fio_event(struct thread_data *td, int event)
-{
-	struct glue *g = td->io_ops_data;
-	int error = 0;
-	struct io_u *io_u = mpnvme_event(g->session, (unsigned int)event, &error);
+static struct io_u *mpnvme_fio_event(struct thread_data *td, int event) {
+  struct glue *g = td->io_ops_data;
+  int error = 0;
+  struct io_u *io_u = mpnvme_event(g->session, (unsigned int)event, &error);
 
-	io_u->error = error;
-	return io_u;
+  io_u->error = error;
+  return io_u;
 }
 
-static int mpnvme_fio_open_file(struct thread_data *td, struct fio_file *f)
-{
-	return 0;
-}
+static int mpnvme_fio_open_file(struct thread_data *td, struct fio_file *f) { return 0; }
 
-static int mpnvme_fio_close_file(struct thread_data *td, struct fio_file *f)
-{
-	return 0;
-}
+static int mpnvme_fio_close_file(struct thread_data *td, struct fio_file *f) { return 0; }
 
-static int mpnvme_fio_invalidate(struct thread_data *td, struct fio_file *f)
-{
-	return 0;
-}
+static int mpnvme_fio_invalidate(struct thread_data *td, struct fio_file *f) { return 0; }
 
 __attribute__((visibility("default"))) struct ioengine_ops ioengine = {
-	.name = "mpnvme",
-	.version = FIO_IOOPS_VERSION,
-	.flags = FIO_DISKLESSIO | FIO_NOEXTEND | FIO_NODISKUTIL | FIO_MEMALIGN | FIO_ASYNCIO_SETS_ISSUE_TIME,
-	.setup = mpnvme_fio_setup,
-	.init = mpnvme_fio_init,
-	.cleanup = mpnvme_fio_cleanup,
-	.queue = mpnvme_fio_queue,
-	.commit = mpnvme_fio_commit,
-	.getevents = mpnvme_fio_getevents,
-	.event = mpnvme_fio_event,
-	.open_file = mpnvme_fio_open_file,
-	.close_file = mpnvme_fio_close_file,
-	.invalidate = mpnvme_fio_invalidate,
-	.options = options,
-	.option_struct_size = sizeof(struct mpnvme_opts),
+    .name = "mpnvme",
+    .version = FIO_IOOPS_VERSION,
+    .flags = FIO_DISKLESSIO | FIO_NOEXTEND | FIO_NODISKUTIL | FIO_MEMALIGN | FIO_ASYNCIO_SETS_ISSUE_TIME,
+    .setup = mpnvme_fio_setup,
+    .init = mpnvme_fio_init,
+    .cleanup = mpnvme_fio_cleanup,
+    .queue = mpnvme_fio_queue,
+    .commit = mpnvme_fio_commit,
+    .getevents = mpnvme_fio_getevents,
+    .event = mpnvme_fio_event,
+    .open_file = mpnvme_fio_open_file,
+    .close_file = mpnvme_fio_close_file,
+    .invalidate = mpnvme_fio_invalidate,
+    .options = options,
+    .option_struct_size = sizeof(struct mpnvme_opts),
 };
 
 /*
@@ -276,20 +341,18 @@ __attribute__((visibility("default"))) struct ioengine_ops ioengine = {
  * version makes fio reject the engine ("bad ioops version") after the clear
  * message below instead of crashing on a mismatched layout.
  */
-static void __attribute__((constructor)) mpnvme_check_fio_version(void)
-{
-	const char *running = dlsym(RTLD_DEFAULT, "fio_version_string");
+static void __attribute__((constructor)) mpnvme_check_fio_version(void) {
+  const char *running = dlsym(RTLD_DEFAULT, "fio_version_string");
 
-	if (!running)
-		return; /* not loaded by fio (e.g. a test linking the engine) */
-	if (strcmp(running, MPNVME_FIO_VERSION) != 0) {
-		char msg[256];
+  if (!running) return; /* not loaded by fio (e.g. a test linking the engine) */
+  if (strcmp(running, MPNVME_FIO_VERSION) != 0) {
+    char msg[256];
 
-		snprintf(msg, sizeof(msg),
-			 "this engine was built against %s but is loaded by %s; "
-			 "rebuild fio-mpnvme.so against the running fio's source",
-			 MPNVME_FIO_VERSION, running);
-		mpnvme_log_error(msg);
-		ioengine.version = 0;
-	}
+    snprintf(msg, sizeof(msg),
+             "this engine was built against %s but is loaded by %s; "
+             "rebuild fio-mpnvme.so against the running fio's source",
+             MPNVME_FIO_VERSION, running);
+    mpnvme_log_error(msg);
+    ioengine.version = 0;
+  }
 }

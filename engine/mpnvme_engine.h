@@ -15,48 +15,48 @@ extern "C" {
 /* Engine options as fio stores them. The first member must stay a pointer:
  * fio overwrites it (no option may live at offset 0). */
 struct mpnvme_opts {
-	void *pad;
-	char *traddr;
-	char *trsvcid;
-	char *transport;
-	char *subnqn;
-	char *hostnqn;
-	char *hostid;
-	unsigned int nsid;
-	char *host_traddr;
-	char *host_iface;
-	unsigned int queue_size;
-	unsigned int kato;
-	unsigned int hdr_digest;
-	unsigned int data_digest;
-	char *sk_priority;
-	char *tos;
-	char *iopolicy;
-	char *log_level;
-	char *trim_mode;
-	unsigned int disable_sqflow;
-	unsigned int connect_timeout;
+  void *pad;
+  char *traddr;
+  char *trsvcid;
+  char *transport;
+  char *subnqn;
+  char *hostnqn;
+  char *hostid;
+  unsigned int nsid;
+  char *host_traddr;
+  char *host_iface;
+  unsigned int queue_size;
+  unsigned int kato;
+  unsigned int hdr_digest;
+  unsigned int data_digest;
+  char *sk_priority;
+  char *tos;
+  char *iopolicy;
+  char *log_level;
+  char *trim_mode;
+  unsigned int disable_sqflow;
+  unsigned int connect_timeout;
 };
 
 /* What the core needs to know about the fio job. */
 struct mpnvme_job {
-	const char *name;
-	unsigned int job_number;   /* fio's thread_number, 1-based */
-	unsigned int iodepth;
-	unsigned long long min_bs[3]; /* read, write, trim */
-	unsigned long long max_bs[3];
-	int uses_trim;
+  const char *name;
+  unsigned int job_number; /* fio's thread_number, 1-based */
+  unsigned int iodepth;
+  unsigned long long min_bs[3]; /* read, write, trim */
+  unsigned long long max_bs[3];
+  int uses_trim;
 };
 
 enum mpnvme_ddir { MPNVME_READ = 0, MPNVME_WRITE = 1, MPNVME_TRIM = 2, MPNVME_SYNC = 3 };
 
 struct mpnvme_io {
-	void *cookie;           /* the fio io_u, handed back by mpnvme_event */
-	unsigned int index;     /* io_u->index: 0 .. iodepth-1 */
-	enum mpnvme_ddir ddir;
-	void *buf;
-	unsigned long long len;
-	unsigned long long offset;
+  void *cookie;       /* the fio io_u, handed back by mpnvme_event */
+  unsigned int index; /* io_u->index: 0 .. iodepth-1 */
+  enum mpnvme_ddir ddir;
+  void *buf;
+  unsigned long long len;
+  unsigned long long offset;
 };
 
 enum mpnvme_queue_result { MPNVME_QUEUED = 0, MPNVME_BUSY = 1, MPNVME_COMPLETED = 2 };

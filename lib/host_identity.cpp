@@ -11,7 +11,8 @@ static std::string read_first_line(const char *path) {
   std::ifstream f(path);
   std::string line;
   if (f) std::getline(f, line);
-  while (!line.empty() && (line.back() == '\n' || line.back() == ' ' || line.back() == '\r')) line.pop_back();
+  while (!line.empty() && (line.back() == '\n' || line.back() == ' ' || line.back() == '\r'))
+    line.pop_back();
   return line;
 }
 
@@ -58,7 +59,8 @@ HostIdentity resolve_host_identity(const std::string &hostnqn, const std::string
     idtext = pos != std::string::npos ? id.hostnqn.substr(pos + 6) : generated_uuid();
   }
   if (!parse_uuid(idtext, id.hostid))
-    throw std::invalid_argument(fmt::format("hostid: '{}' is not a UUID (expected xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", idtext));
+    throw std::invalid_argument(
+        fmt::format("hostid: '{}' is not a UUID (expected xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", idtext));
   return id;
 }
 

@@ -236,7 +236,8 @@ const char *opcode_name(uint8_t opcode, bool admin) {
 
 static std::string trimmed(const uint8_t *p, size_t n) {
   std::string s = get_str(p, n);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\0')) s.pop_back();
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\0'))
+    s.pop_back();
   return s;
 }
 

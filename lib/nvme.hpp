@@ -145,14 +145,14 @@ struct IdController {
   std::string serial, model, firmware, subnqn;
   uint16_t cntlid = 0;
   uint32_t version = 0;
-  uint8_t mdts = 0;      // 2^mdts * page (4 KiB); 0 = no limit
+  uint8_t mdts = 0; // 2^mdts * page (4 KiB); 0 = no limit
   uint16_t maxcmd = 0;
   uint32_t nn = 0;
-  uint16_t oncs = 0;     // bit2 DSM, bit3 write zeroes
+  uint16_t oncs = 0; // bit2 DSM, bit3 write zeroes
   uint8_t vwc = 0;
-  uint16_t kas = 0;      // keep alive granularity, 100 ms units
+  uint16_t kas = 0; // keep alive granularity, 100 ms units
   uint32_t sgls = 0;
-  uint32_t ioccsz = 0;   // 16-byte units
+  uint32_t ioccsz = 0; // 16-byte units
   uint32_t iorcsz = 0;
   uint16_t icdoff = 0;
   uint64_t max_transfer_bytes() const; // 0 = unlimited

@@ -5,7 +5,9 @@
 
 namespace mpnvme {
 
-std::string PathAddr::display() const { return ipv6 ? fmt::format("[{}]:{}", addr, service) : fmt::format("{}:{}", addr, service); }
+std::string PathAddr::display() const {
+  return ipv6 ? fmt::format("[{}]:{}", addr, service) : fmt::format("{}:{}", addr, service);
+}
 
 bool valid_port(const std::string &s) {
   if (s.empty() || s.size() > 5) return false;
@@ -34,9 +36,12 @@ static PathAddr parse_entry(const std::string &e, const std::string &default_por
     if (!is_ipv6(p.addr)) throw fail("not an IPv6 address inside []");
     p.ipv6 = true;
     const std::string rest = e.substr(close + 1);
-    if (rest.empty()) p.service = default_port;
-    else if (rest.front() == ':') p.service = rest.substr(1);
-    else throw fail("text after ']' must be ':PORT'");
+    if (rest.empty())
+      p.service = default_port;
+    else if (rest.front() == ':')
+      p.service = rest.substr(1);
+    else
+      throw fail("text after ']' must be ':PORT'");
   } else if (is_ipv6(e)) { // bare IPv6 address without port
     p.addr = e;
     p.ipv6 = true;
@@ -57,7 +62,8 @@ static PathAddr parse_entry(const std::string &e, const std::string &default_por
 }
 
 std::vector<PathAddr> parse_paths(const std::string &traddr, const std::string &default_port, const std::string &option) {
-  if (traddr.empty()) throw std::invalid_argument(fmt::format("{}: required (the target address, e.g. {}=192.0.2.1)", option, option));
+  if (traddr.empty())
+    throw std::invalid_argument(fmt::format("{}: required (the target address, e.g. {}=192.0.2.1)", option, option));
   std::vector<PathAddr> out;
   size_t start = 0;
   while (start <= traddr.size()) {

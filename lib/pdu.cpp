@@ -78,7 +78,8 @@ Verdict check_with_data(const Common &h, size_t hlen, Digests dg, uint32_t max_d
   }
   if (h.pdo < hdr_end) return bad(Fes::InvalidHeaderField, "pdo inside the header", kFeiPdo);
   if (h.plen < h.pdo) return bad(Fes::InvalidHeaderField, "plen shorter than pdo", kFeiPlen);
-  if (bool(h.flags & kFlagDdgst) != dg.data) return bad(Fes::InvalidHeaderField, "data digest flag differs from negotiation", kFeiFlags);
+  if (bool(h.flags & kFlagDdgst) != dg.data)
+    return bad(Fes::InvalidHeaderField, "data digest flag differs from negotiation", kFeiFlags);
   const uint32_t trailer = dg.data ? kDigestLen : 0;
   if (h.plen < h.pdo + trailer + 1u) return bad(Fes::InvalidHeaderField, "plen too short for data", kFeiPlen);
   if (h.plen - h.pdo - trailer > max_data) return bad(Fes::DataOutOfRange, "PDU data longer than allowed", kFeiPlen);
@@ -95,15 +96,15 @@ Verdict validate(const Common &h, Receiver who, Digests dg, uint32_t max_data) {
   }
   const uint8_t known = kFlagHdgst | kFlagDdgst | kFlagLast | kFlagSuccess;
   if (h.flags & ~known) return bad(Fes::InvalidHeaderField, "unknown flag bits", kFeiFlags);
-  if ((h.flags & kFlagSuccess) && type != Type::C2HData) return bad(Fes::InvalidHeaderField, "SUCCESS flag outside C2HData", kFeiFlags);
+  if ((h.flags & kFlagSuccess) && type != Type::C2HData)
+    return bad(Fes::InvalidHeaderField, "SUCCESS flag outside C2HData", kFeiFlags);
   if ((h.flags & kFlagLast) && type != Type::C2HData && type != Type::H2CData)
     return bad(Fes::InvalidHeaderField, "LAST_PDU flag outside data PDUs", kFeiFlags);
 
   const bool host = who == Receiver::Host;
   switch (type) {
   case Type::ICReq:
-  case Type::ICResp:
-    return bad(Fes::PduSequenceError, "initialize connection PDU after connection setup", kFeiType);
+  case Type::ICResp: return bad(Fes::PduSequenceError, "initialize connection PDU after connection setup", kFeiType);
   case Type::H2CTermReq:
   case Type::C2HTermReq:
     if ((type == Type::C2HTermReq) != host) return bad(Fes::InvalidHeaderField, "TermReq in the wrong direction", kFeiType);
@@ -116,9 +117,11 @@ Verdict validate(const Common &h, Receiver who, Digests dg, uint32_t max_data) {
     return check_header_only(h, type == Type::R2T ? kR2THlen : kRespHlen, dg);
   case Type::C2HData: {
     if (!host) return bad(Fes::InvalidHeaderField, "controller-to-host PDU sent by the host", kFeiType);
-    if ((h.flags & kFlagSuccess) && !(h.flags & kFlagLast)) return bad(Fes::InvalidHeaderField, "SUCCESS without LAST_PDU", kFeiFlags);
+    if ((h.flags & kFlagSuccess) && !(h.flags & kFlagLast))
+      return bad(Fes::InvalidHeaderField, "SUCCESS without LAST_PDU", kFeiFlags);
     Verdict v = check_with_data(h, kDataHlen, dg, max_data);
-    if (v && h.plen == kDataHlen + (dg.header ? kDigestLen : 0)) return bad(Fes::InvalidHeaderField, "C2HData without data", kFeiPlen);
+    if (v && h.plen == kDataHlen + (dg.header ? kDigestLen : 0))
+      return bad(Fes::InvalidHeaderField, "C2HData without data", kFeiPlen);
     return v;
   }
   case Type::CapsuleCmd:
@@ -183,7 +186,8 @@ Verdict decode_icresp(const uint8_t in[kIcLen], IcResp &r) {
   r.maxh2cdata = get32(in, 12);
   if (r.cpda > 31) return bad(Fes::InvalidHeaderField, "cpda above 31", 10);
   // Same acceptance rule as the Linux host: at least 4 KiB, dword multiple.
-  if (r.maxh2cdata < 4096 || r.maxh2cdata % 4) return bad(Fes::InvalidHeaderField, "maxh2cdata below 4096 or not a multiple of 4", 12);
+  if (r.maxh2cdata < 4096 || r.maxh2cdata % 4)
+    return bad(Fes::InvalidHeaderField, "maxh2cdata below 4096 or not a multiple of 4", 12);
   return {};
 }
 

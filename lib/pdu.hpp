@@ -31,7 +31,7 @@ constexpr size_t kDigestLen = 4;
 constexpr size_t kIcLen = 128;
 constexpr size_t kTermHlen = 24;
 constexpr size_t kTermMaxPlen = 152;
-constexpr size_t kCmdHlen = 72; // 8 + 64-byte SQE
+constexpr size_t kCmdHlen = 72;  // 8 + 64-byte SQE
 constexpr size_t kRespHlen = 24; // 8 + 16-byte CQE
 constexpr size_t kDataHlen = 24;
 constexpr size_t kR2THlen = 24;
@@ -134,8 +134,7 @@ struct TermReq {
   uint32_t fei;
 };
 // Encodes a TermReq carrying up to 128 bytes of the offending header.
-size_t encode_termreq(uint8_t out[kTermMaxPlen], Type type, const TermReq &t, const uint8_t *bad_hdr,
-                      size_t bad_len);
+size_t encode_termreq(uint8_t out[kTermMaxPlen], Type type, const TermReq &t, const uint8_t *bad_hdr, size_t bad_len);
 TermReq decode_termreq(const uint8_t *p);
 
 // Header digest helpers: the digest covers exactly hlen bytes.

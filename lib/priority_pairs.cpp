@@ -13,10 +13,14 @@ static bool parse_uint(const std::string &s, unsigned long max, unsigned &out) {
   unsigned long v = 0;
   for (char c : digits) {
     int d;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (hex && c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else if (hex && c >= 'A' && c <= 'F') d = c - 'A' + 10;
-    else return false;
+    if (c >= '0' && c <= '9')
+      d = c - '0';
+    else if (hex && c >= 'a' && c <= 'f')
+      d = c - 'a' + 10;
+    else if (hex && c >= 'A' && c <= 'F')
+      d = c - 'A' + 10;
+    else
+      return false;
     v = v * (hex ? 16 : 10) + static_cast<unsigned long>(d);
     if (v > max) return false;
   }
@@ -58,7 +62,8 @@ PriorityPairs PriorityPairs::parse(const std::string &text, const std::string &o
       const auto dash = sel.find('-');
       unsigned lo, hi;
       if (dash == std::string::npos) {
-        if (!parse_uint(sel, 65535, lo) || lo == 0) throw fail(item, "selector must be admin, io, N or N-M with I/O queue ids 1..65535");
+        if (!parse_uint(sel, 65535, lo) || lo == 0)
+          throw fail(item, "selector must be admin, io, N or N-M with I/O queue ids 1..65535");
         hi = lo;
       } else if (!parse_uint(sel.substr(0, dash), 65535, lo) || !parse_uint(sel.substr(dash + 1), 65535, hi) || lo == 0 ||
                  hi < lo) {

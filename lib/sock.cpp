@@ -65,8 +65,10 @@ Fd connect_stream(const PathAddr &to, const SocketSettings &s) {
   const bool v6 = res->ai_family == AF_INET6;
   // TOS first, then priority: on TCP, IP_TOS rewrites sk_priority.
   if (s.tos) {
-    if (v6) set_int(fd.get(), IPPROTO_IPV6, IPV6_TCLASS, static_cast<int>(*s.tos), to, "tos (IPV6_TCLASS)");
-    else set_int(fd.get(), IPPROTO_IP, IP_TOS, static_cast<int>(*s.tos), to, "tos (IP_TOS)");
+    if (v6)
+      set_int(fd.get(), IPPROTO_IPV6, IPV6_TCLASS, static_cast<int>(*s.tos), to, "tos (IPV6_TCLASS)");
+    else
+      set_int(fd.get(), IPPROTO_IP, IP_TOS, static_cast<int>(*s.tos), to, "tos (IP_TOS)");
   }
   if (s.priority) set_int(fd.get(), SOL_SOCKET, SO_PRIORITY, static_cast<int>(*s.priority), to, "sk_priority (SO_PRIORITY)");
   // NVMe/TCP PDUs are latency-sensitive and already batched by the caller.
@@ -82,7 +84,8 @@ Fd connect_stream(const PathAddr &to, const SocketSettings &s) {
     bh.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
     addrinfo *b = nullptr;
     if (getaddrinfo(s.host_traddr.c_str(), nullptr, &bh, &b) != 0)
-      throw std::runtime_error(fmt::format("{}: host_traddr={} is not a numeric address of the target's family", to.display(), s.host_traddr));
+      throw std::runtime_error(
+          fmt::format("{}: host_traddr={} is not a numeric address of the target's family", to.display(), s.host_traddr));
     int rc = ::bind(fd.get(), b->ai_addr, b->ai_addrlen);
     int err = errno;
     freeaddrinfo(b);
@@ -92,7 +95,8 @@ Fd connect_stream(const PathAddr &to, const SocketSettings &s) {
   if (::connect(fd.get(), res->ai_addr, res->ai_addrlen) < 0 && errno != EINPROGRESS) throw sys_error(to, "connect", errno);
   pollfd p{fd.get(), POLLOUT, 0};
   int n;
-  do n = ::poll(&p, 1, static_cast<int>(s.connect_timeout.count()));
+  do
+    n = ::poll(&p, 1, static_cast<int>(s.connect_timeout.count()));
   while (n < 0 && errno == EINTR);
   if (n == 0) throw sys_error(to, "connect", ETIMEDOUT);
   int soerr = 0;

@@ -50,8 +50,8 @@ private:
 Fd connect_stream(const PathAddr &to, const SocketSettings &s);
 
 struct MptcpState {
-  bool mptcp = false;     // false: plain TCP or MPTCP fell back to TCP
-  unsigned subflows = 0;  // additional subflows beyond the initial one
+  bool mptcp = false;    // false: plain TCP or MPTCP fell back to TCP
+  unsigned subflows = 0; // additional subflows beyond the initial one
   unsigned local_addr_used = 0;
 };
 MptcpState query_mptcp(int fd);

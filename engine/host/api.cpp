@@ -45,7 +45,9 @@ mpnvme_session *mpnvme_open(const mpnvme_opts *o, const mpnvme_job *j) {
 
 int mpnvme_queue(mpnvme_session *s, const mpnvme_io *io, int *error) { return s->s.queue(*io, *error); }
 void mpnvme_commit(mpnvme_session *s) { s->s.commit(); }
-int mpnvme_getevents(mpnvme_session *s, unsigned min, unsigned max, long long timeout_ns) { return s->s.getevents(min, max, timeout_ns); }
+int mpnvme_getevents(mpnvme_session *s, unsigned min, unsigned max, long long timeout_ns) {
+  return s->s.getevents(min, max, timeout_ns);
+}
 void *mpnvme_event(mpnvme_session *s, unsigned i, int *error) { return s->s.event(i, *error); }
 
 void mpnvme_close(mpnvme_session *s) {

@@ -67,11 +67,11 @@ void Controller::fabric_connect(Queue &q, uint16_t qid, uint16_t sqsize, uint8_t
       // CQE DW0: IATTR bit 16 (1 = Connect data, 0 = SQE), IPO bits 15:0.
       const bool in_data = r.dw0 & (1u << 16);
       const uint32_t ipo = r.dw0 & 0xffff;
-      const char *field = !in_data                 ? "a Connect command field (qid/sqsize/kato)"
-                          : ipo < 16               ? "hostid"
-                          : ipo < 256              ? "cntlid"
-                          : ipo < 512              ? "subnqn (no such subsystem on the target)"
-                                                   : "hostnqn";
+      const char *field = !in_data    ? "a Connect command field (qid/sqsize/kato)"
+                          : ipo < 16  ? "hostid"
+                          : ipo < 256 ? "cntlid"
+                          : ipo < 512 ? "subnqn (no such subsystem on the target)"
+                                      : "hostnqn";
       hint = fmt::format(": the target rejected {} (subnqn '{}', hostnqn '{}')", field, cfg_.subnqn, cfg_.host.hostnqn);
     } else if (code == (nvme::kStatusConnectInvalidHost & 0x7ff)) {
       hint = fmt::format(": host '{}' is not allowed on subsystem '{}'", cfg_.host.hostnqn, cfg_.subnqn);
@@ -109,7 +109,8 @@ void Controller::wait_csts(uint32_t mask, uint32_t want, const char *what) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(cap_.timeout_ms(), 500u));
   for (;;) {
     const auto csts = static_cast<uint32_t>(property_get(nvme::kRegCsts, false));
-    if (csts & nvme::kCstsCfs) throw std::runtime_error(fmt::format("{}: controller fatal status while waiting for {}", label_, what));
+    if (csts & nvme::kCstsCfs)
+      throw std::runtime_error(fmt::format("{}: controller fatal status while waiting for {}", label_, what));
     if ((csts & mask) == want) return;
     if (std::chrono::steady_clock::now() > deadline)
       throw std::runtime_error(fmt::format("{}: timed out waiting for {} (CSTS {:#x})", label_, what, csts));
@@ -121,7 +122,8 @@ void Controller::connect_admin() {
   admin_ = open_queue(0, kAdminSlots);
   fabric_connect(*admin_, 0, kAdminSlots - 1, 0, cfg_.kato_ms);
   cap_ = nvme::Cap{property_get(nvme::kRegCap, true)};
-  if (cap_.mpsmin_bytes() > 4096) throw std::runtime_error(fmt::format("{}: controller minimum page size {} above 4 KiB", label_, cap_.mpsmin_bytes()));
+  if (cap_.mpsmin_bytes() > 4096)
+    throw std::runtime_error(fmt::format("{}: controller minimum page size {} above 4 KiB", label_, cap_.mpsmin_bytes()));
   const auto cc = static_cast<uint32_t>(property_get(nvme::kRegCc, false));
   if (cc & nvme::kCcEnable) { // a fresh fabrics controller is disabled; reset if not
     property_set(nvme::kRegCc, cc & ~nvme::kCcEnable);
@@ -142,10 +144,12 @@ void Controller::connect_admin() {
     throw std::runtime_error(fmt::format("{}: Identify Namespace nsid={}: {}", label_, cfg_.nsid, nvme::status_string(r.status)));
   id_ns_ = nvme::parse_id_namespace(buf);
   if (id_ns_.nsze == 0)
-    throw std::runtime_error(fmt::format("{}: nsid={} is not an active namespace of {} (the controller has {} namespace ids)", label_,
-                                         cfg_.nsid, cfg_.subnqn, id_ctrl_.nn));
-  if (id_ns_.lba_bytes == 0) throw std::runtime_error(fmt::format("{}: nsid={} reports an invalid LBA format", label_, cfg_.nsid));
-  if (id_ns_.metadata_bytes) throw std::runtime_error(fmt::format("{}: nsid={} uses metadata, which is not supported", label_, cfg_.nsid));
+    throw std::runtime_error(fmt::format("{}: nsid={} is not an active namespace of {} (the controller has {} namespace ids)",
+                                         label_, cfg_.nsid, cfg_.subnqn, id_ctrl_.nn));
+  if (id_ns_.lba_bytes == 0)
+    throw std::runtime_error(fmt::format("{}: nsid={} reports an invalid LBA format", label_, cfg_.nsid));
+  if (id_ns_.metadata_bytes)
+    throw std::runtime_error(fmt::format("{}: nsid={} uses metadata, which is not supported", label_, cfg_.nsid));
   log().info("{}: controller {} ({} {}), cntlid {}, namespace {}: {} blocks of {} bytes", label_, id_ctrl_.subnqn, id_ctrl_.model,
              id_ctrl_.firmware, cntlid_, cfg_.nsid, id_ns_.nsze, id_ns_.lba_bytes);
 }
@@ -153,7 +157,8 @@ void Controller::connect_admin() {
 void Controller::connect_io(uint16_t slots) {
   const uint32_t want = cfg_.io_qid;
   const Completion r = admin(nvme::make_set_features(nvme::kFeatNumQueues, (want - 1) | (want - 1) << 16));
-  if (r.status) throw std::runtime_error(fmt::format("{}: Set Features Number of Queues: {}", label_, nvme::status_string(r.status)));
+  if (r.status)
+    throw std::runtime_error(fmt::format("{}: Set Features Number of Queues: {}", label_, nvme::status_string(r.status)));
   const uint32_t granted = std::min(r.dw0 & 0xffff, r.dw0 >> 16) + 1;
   if (granted < want)
     throw std::runtime_error(fmt::format("{}: controller grants {} I/O queue(s), job needs queue id {}", label_, granted, want));
@@ -218,6 +223,8 @@ void Controller::shutdown() {
   admin_.reset();
 }
 
-MptcpState Controller::mptcp_state() const { return io_ ? query_mptcp(io_->fd()) : admin_ ? query_mptcp(admin_->fd()) : MptcpState{}; }
+MptcpState Controller::mptcp_state() const {
+  return io_ ? query_mptcp(io_->fd()) : admin_ ? query_mptcp(admin_->fd()) : MptcpState{};
+}
 
 } // namespace mpnvme::host

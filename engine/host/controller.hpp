@@ -19,15 +19,15 @@ namespace mpnvme::host {
 
 struct ControllerConfig {
   PathAddr path;
-  SocketSettings socket;        // transport, binding, timeout (priority/TOS per queue below)
+  SocketSettings socket; // transport, binding, timeout (priority/TOS per queue below)
   PriorityPairs sk_priority, tos;
   std::string subnqn;
   HostIdentity host;
   uint32_t nsid = 1;
-  uint32_t kato_ms = 5000;      // 0 disables keep-alive
+  uint32_t kato_ms = 5000; // 0 disables keep-alive
   pdu::Digests digests;
   uint16_t io_qid = 1;
-  uint16_t io_queue_size = 0;   // command slots; 0 = as the caller asks in connect_io
+  uint16_t io_queue_size = 0; // command slots; 0 = as the caller asks in connect_io
   bool disable_sqflow = true;
   std::chrono::milliseconds admin_timeout{10000};
 };

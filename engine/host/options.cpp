@@ -32,9 +32,12 @@ EngineOptions parse_engine_options(const mpnvme_opts &o) {
   e.paths = parse_paths(str(o.traddr), port, "traddr");
 
   const std::string tr = str(o.transport);
-  if (tr.empty() || tr == "mptcp") e.transport = Transport::Mptcp;
-  else if (tr == "tcp") e.transport = Transport::Tcp;
-  else throw bad("transport", tr, "mptcp, tcp");
+  if (tr.empty() || tr == "mptcp")
+    e.transport = Transport::Mptcp;
+  else if (tr == "tcp")
+    e.transport = Transport::Tcp;
+  else
+    throw bad("transport", tr, "mptcp, tcp");
 
   e.subnqn = str(o.subnqn);
   if (e.subnqn.empty()) throw std::invalid_argument("subnqn: required (the NVMe subsystem NQN to connect to)");
@@ -56,18 +59,26 @@ EngineOptions parse_engine_options(const mpnvme_opts &o) {
   e.tos = PriorityPairs::parse(str(o.tos), "tos", 255);
 
   const std::string pol = str(o.iopolicy);
-  if (pol.empty() || pol == "numa") e.iopolicy = IoPolicy::Numa;
-  else if (pol == "round-robin") e.iopolicy = IoPolicy::RoundRobin;
-  else if (pol == "queue-depth") e.iopolicy = IoPolicy::QueueDepth;
-  else throw bad("iopolicy", pol, "numa, round-robin, queue-depth");
+  if (pol.empty() || pol == "numa")
+    e.iopolicy = IoPolicy::Numa;
+  else if (pol == "round-robin")
+    e.iopolicy = IoPolicy::RoundRobin;
+  else if (pol == "queue-depth")
+    e.iopolicy = IoPolicy::QueueDepth;
+  else
+    throw bad("iopolicy", pol, "numa, round-robin, queue-depth");
 
   const std::string tm = str(o.trim_mode);
-  if (tm.empty() || tm == "dsm") e.trim_mode = TrimMode::Dsm;
-  else if (tm == "write_zeroes") e.trim_mode = TrimMode::WriteZeroes;
-  else throw bad("trim_mode", tm, "dsm, write_zeroes");
+  if (tm.empty() || tm == "dsm")
+    e.trim_mode = TrimMode::Dsm;
+  else if (tm == "write_zeroes")
+    e.trim_mode = TrimMode::WriteZeroes;
+  else
+    throw bad("trim_mode", tm, "dsm, write_zeroes");
 
   e.disable_sqflow = o.disable_sqflow != 0;
-  if (o.connect_timeout == 0 || o.connect_timeout > 600) throw bad("connect_timeout", std::to_string(o.connect_timeout), "seconds 1..600");
+  if (o.connect_timeout == 0 || o.connect_timeout > 600)
+    throw bad("connect_timeout", std::to_string(o.connect_timeout), "seconds 1..600");
   e.connect_timeout = std::chrono::seconds(o.connect_timeout);
   return e;
 }

@@ -23,7 +23,8 @@ Queue::Queue(Fd fd, QueueParams params) : fd_(std::move(fd)), p_(std::move(param
   if (p_.slots == 0 || p_.slots > 4096) throw std::invalid_argument("queue slots must be 1..4096");
   slots_.resize(p_.slots);
   free_.reserve(p_.slots);
-  for (size_t i = p_.slots; i-- > 0;) free_.push_back(static_cast<uint16_t>(i));
+  for (size_t i = p_.slots; i-- > 0;)
+    free_.push_back(static_cast<uint16_t>(i));
   done_.reserve(p_.slots);
   // Every slot has at most one capsule in the ring; the rest is H2CData.
   tx_.resize(static_cast<size_t>(p_.slots) * 2 + 16);
@@ -43,7 +44,8 @@ void Queue::initialize(std::chrono::steady_clock::time_point deadline) {
   recv_all(fd_.get(), buf, sizeof buf, deadline);
   if (pdu::decode_common(buf).type == static_cast<uint8_t>(pdu::Type::C2HTermReq)) {
     const auto t = pdu::decode_termreq(buf);
-    throw std::runtime_error(fmt::format("controller refused the connection: {} (C2HTermReq fes {})", pdu::fes_name(t.fes), t.fes));
+    throw std::runtime_error(
+        fmt::format("controller refused the connection: {} (C2HTermReq fes {})", pdu::fes_name(t.fes), t.fes));
   }
   if (auto v = pdu::decode_icresp(buf, icresp_); !v) throw std::runtime_error(fmt::format("bad ICResp: {}", v.what));
   if (icresp_.digests.header != p_.digests.header)
@@ -68,8 +70,10 @@ bool Queue::submit(const Command &c) {
   sqe.set_cid(make_cid(idx));
   const bool hd = p_.digests.header, dd = p_.digests.data;
   const bool incapsule = c.dir == DataDir::ToController && c.len > 0 && c.len <= p_.incapsule_limit;
-  if (incapsule) sqe.set_sgl(0, c.len, nvme::kSglDataBlockOffset);
-  else sqe.set_sgl(0, c.dir == DataDir::None ? 0 : c.len, nvme::kSglTransportDataBlock);
+  if (incapsule)
+    sqe.set_sgl(0, c.len, nvme::kSglDataBlockOffset);
+  else
+    sqe.set_sgl(0, c.dir == DataDir::None ? 0 : c.len, nvme::kSglTransportDataBlock);
 
   const size_t hdr_end = pdu::kCmdHlen + (hd ? pdu::kDigestLen : 0);
   uint8_t pdo = 0;
@@ -120,7 +124,8 @@ void Queue::generate_h2c() {
     const bool last = s.r2t_next + chunk == s.r2t_end;
     TxPdu *t = tx_alloc();
     const uint8_t pdo = pdu::data_offset(pdu::kDataHlen, hd, icresp_.cpda);
-    const uint8_t flags = static_cast<uint8_t>((hd ? pdu::kFlagHdgst : 0) | (dd ? pdu::kFlagDdgst : 0) | (last ? pdu::kFlagLast : 0));
+    const uint8_t flags =
+        static_cast<uint8_t>((hd ? pdu::kFlagHdgst : 0) | (dd ? pdu::kFlagDdgst : 0) | (last ? pdu::kFlagLast : 0));
     pdu::encode_data_hdr(t->hdr, pdu::Type::H2CData, flags, pdo, pdo + chunk + (dd ? 4u : 0u),
                          {make_cid(idx), s.ttag, s.r2t_next, chunk});
     if (hd) pdu::put_header_digest(t->hdr, pdu::kDataHlen);
@@ -243,7 +248,8 @@ void Queue::protocol_error(pdu::Fes fes, const char *what, const uint8_t *hdr, s
   [[maybe_unused]] ssize_t n = ::send(fd_.get(), term, len, MSG_NOSIGNAL | MSG_DONTWAIT);
   const pdu::Common c = pdu::decode_common(hdr);
   fail(fmt::format("protocol error in {} PDU (type {:#x} flags {:#x} hlen {} pdo {} plen {}): {}; sent H2CTermReq ({})",
-                   pdu::type_name(c.type), c.type, c.flags, c.hlen, c.pdo, c.plen, what, pdu::fes_name(static_cast<uint16_t>(fes))),
+                   pdu::type_name(c.type), c.type, c.flags, c.hlen, c.pdo, c.plen, what,
+                   pdu::fes_name(static_cast<uint16_t>(fes))),
        EPROTO);
 }
 
@@ -290,7 +296,8 @@ void Queue::handle_header(const uint8_t *h, const pdu::Common &c) {
   const auto type = static_cast<pdu::Type>(c.type);
   if (type == pdu::Type::C2HTermReq) {
     const auto t = pdu::decode_termreq(h);
-    fail(fmt::format("controller terminated the connection: {} (C2HTermReq fes {:#x} fei {:#x})", pdu::fes_name(t.fes), t.fes, t.fei),
+    fail(fmt::format("controller terminated the connection: {} (C2HTermReq fes {:#x} fei {:#x})", pdu::fes_name(t.fes), t.fes,
+                     t.fei),
          ECONNRESET);
     return;
   }
@@ -317,7 +324,8 @@ void Queue::handle_header(const uint8_t *h, const pdu::Common &c) {
       return protocol_error(pdu::Fes::InvalidHeaderField, "R2T for a command that is not a pending write", h, c.hlen, 8);
     if (r.r2tl == 0 || r.r2to > s->cmd.len || r.r2tl > s->cmd.len - r.r2to)
       return protocol_error(pdu::Fes::DataOutOfRange, "R2T range outside the command's data", h, c.hlen, 12);
-    if (s->r2t_active) return protocol_error(pdu::Fes::R2TLimitExceeded, "second R2T while one is outstanding (maxr2t 0)", h, c.hlen, 8);
+    if (s->r2t_active)
+      return protocol_error(pdu::Fes::R2TLimitExceeded, "second R2T while one is outstanding (maxr2t 0)", h, c.hlen, 8);
     s->r2t_active = true;
     s->ttag = r.ttag;
     s->r2t_next = r.r2to;
@@ -345,8 +353,7 @@ void Queue::handle_header(const uint8_t *h, const pdu::Common &c) {
     rx_state_ = pad_left_ ? Rx::Pad : Rx::Data;
     return;
   }
-  default:
-    return protocol_error(pdu::Fes::InvalidHeaderField, "unexpected PDU type", h, c.hlen, 0);
+  default: return protocol_error(pdu::Fes::InvalidHeaderField, "unexpected PDU type", h, c.hlen, 0);
   }
 }
 
@@ -437,8 +444,10 @@ void Queue::process(int timeout_ms) {
       data_dst_ += staged;
       data_left_ -= static_cast<uint32_t>(staged);
       if (!data_left_) {
-        if (p_.digests.data) rx_state_ = Rx::DataDigest;
-        else finish_data_pdu();
+        if (p_.digests.data)
+          rx_state_ = Rx::DataDigest;
+        else
+          finish_data_pdu();
       }
       break;
     }

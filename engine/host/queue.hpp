@@ -31,17 +31,17 @@ struct Command {
 
 struct Completion {
   void *cookie = nullptr;
-  uint16_t status = 0;  // NVMe status (0 = success)
-  int error = 0;        // errno for fio: 0, from the status, or a transport error
+  uint16_t status = 0; // NVMe status (0 = success)
+  int error = 0;       // errno for fio: 0, from the status, or a transport error
   uint32_t dw0 = 0, dw1 = 0;
 };
 
 struct QueueParams {
   uint16_t qid = 0;
-  uint16_t slots = 32;           // commands in flight at most
-  pdu::Digests digests;          // requested in ICReq
-  uint32_t incapsule_limit = 0;  // bytes of write data sent inside the capsule
-  std::string label;             // "path ADDR:PORT qid N" in log lines
+  uint16_t slots = 32;          // commands in flight at most
+  pdu::Digests digests;         // requested in ICReq
+  uint32_t incapsule_limit = 0; // bytes of write data sent inside the capsule
+  std::string label;            // "path ADDR:PORT qid N" in log lines
 };
 
 class Queue {
@@ -90,7 +90,7 @@ private:
     bool r2t_active = false; // an R2T is being answered
     uint16_t ttag = 0;
     uint32_t r2t_next = 0, r2t_end = 0;
-    uint16_t in_ring = 0;    // PDUs in the send ring that point at this slot
+    uint16_t in_ring = 0; // PDUs in the send ring that point at this slot
   };
   struct TxPdu {
     uint8_t hdr[pdu::kMaxHdrWithDigest + 4];

@@ -10,7 +10,8 @@
 
 namespace mpnvme::host {
 
-Session::Session(EngineOptions opts, const mpnvme_job &job) : o_(std::move(opts)), job_(job), job_name_(job.name ? job.name : "") {
+Session::Session(EngineOptions opts, const mpnvme_job &job)
+    : o_(std::move(opts)), job_(job), job_name_(job.name ? job.name : "") {
   job_.name = job_name_.c_str();
 }
 
@@ -65,9 +66,9 @@ void Session::check_geometry() const {
   if (job_.uses_trim) {
     const uint16_t need = o_.trim_mode == TrimMode::Dsm ? nvme::kOncsDsm : nvme::kOncsWriteZeroes;
     if (!(ctrl_->id().oncs & need))
-      throw std::invalid_argument(fmt::format("trim_mode={}: the controller does not support {} (ONCS {:#x})",
-                                              o_.trim_mode == TrimMode::Dsm ? "dsm" : "write_zeroes",
-                                              o_.trim_mode == TrimMode::Dsm ? "Dataset Management" : "Write Zeroes", ctrl_->id().oncs));
+      throw std::invalid_argument(fmt::format(
+          "trim_mode={}: the controller does not support {} (ONCS {:#x})", o_.trim_mode == TrimMode::Dsm ? "dsm" : "write_zeroes",
+          o_.trim_mode == TrimMode::Dsm ? "Dataset Management" : "Write Zeroes", ctrl_->id().oncs));
   }
 }
 
@@ -100,8 +101,9 @@ void Session::open() {
   if (o_.paths.size() > 1) {
     static std::atomic<bool> once{false};
     if (!once.exchange(true))
-      log().warn("traddr lists {} paths; engine-level multipath (iopolicy={}) is not implemented yet: using only the first path {}",
-                 o_.paths.size(), iopolicy_name(o_.iopolicy), o_.paths.front().display());
+      log().warn(
+          "traddr lists {} paths; engine-level multipath (iopolicy={}) is not implemented yet: using only the first path {}",
+          o_.paths.size(), iopolicy_name(o_.iopolicy), o_.paths.front().display());
   }
   const auto qid = static_cast<uint16_t>(job_.job_number ? job_.job_number : 1);
   ctrl_ = std::make_unique<Controller>(controller_config(qid));
@@ -114,7 +116,8 @@ void Session::open() {
   if (!slots) {
     slots = std::max(job_.iodepth, 2u);
     if (slots > mqes) {
-      log().warn("iodepth={} exceeds the controller's queue size (CAP.MQES+1 = {}): at most {} commands in flight", job_.iodepth, mqes, mqes);
+      log().warn("iodepth={} exceeds the controller's queue size (CAP.MQES+1 = {}): at most {} commands in flight", job_.iodepth,
+                 mqes, mqes);
       slots = mqes;
     }
   } else if (slots < job_.iodepth) {
@@ -151,9 +154,7 @@ int Session::queue(const mpnvme_io &io, int &error) {
     c.len = static_cast<uint32_t>(io.len);
     c.dir = io.ddir == MPNVME_READ ? DataDir::FromController : DataDir::ToController;
     break;
-  case MPNVME_SYNC:
-    c.sqe = nvme::make_cmd(nvme::kCmdFlush, o_.nsid);
-    break;
+  case MPNVME_SYNC: c.sqe = nvme::make_cmd(nvme::kCmdFlush, o_.nsid); break;
   case MPNVME_TRIM:
     if (o_.trim_mode == TrimMode::WriteZeroes) {
       c.sqe = nvme::make_rw(nvme::kCmdWriteZeroes, o_.nsid, slba, nlb);
@@ -169,7 +170,7 @@ int Session::queue(const mpnvme_io &io, int &error) {
       wire::put32(range, 4, nlb);
       wire::put64(range, 8, slba);
       c.sqe = nvme::make_cmd(nvme::kCmdDsm, o_.nsid);
-      c.sqe.set_cdw(10, 0);      // one range (0's based)
+      c.sqe.set_cdw(10, 0);       // one range (0's based)
       c.sqe.set_cdw(11, 1u << 2); // AD: deallocate
       c.data = range;
       c.len = nvme::kDsmRangeLen;

@@ -27,8 +27,10 @@ die() { echo "lab: $*" >&2; exit 1; }
 
 kernel_dir() {
   local pkg
-  pkg=$(apt-cache depends "$meta" 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[^ ]*\)$/\1/p' | head -1)
-  [[ -n "$pkg" ]] || die "cannot resolve $meta (run apt-get update)"
+  resolve() { apt-cache depends "$meta" 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[^ ]*\)$/\1/p' | head -1; }
+  pkg=$(resolve)
+  if [[ -z "$pkg" && $(id -u) == 0 ]]; then apt-get update -qq >/dev/null 2>&1 || true; pkg=$(resolve); fi
+  [[ -n "$pkg" ]] || die "cannot resolve $meta to a kernel package (apt-get update as root)"
   echo "$cache/$pkg"
 }
 

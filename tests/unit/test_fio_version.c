@@ -15,30 +15,29 @@ __attribute__((visibility("default"))) const char fio_version_string[] = FAKE_FI
 
 /* The head of fio's struct ioengine_ops: list links, name, version. */
 struct ops_head {
-	void *list[2];
-	const char *name;
-	int version;
+  void *list[2];
+  const char *name;
+  int version;
 };
 
-int main(int argc, char **argv)
-{
-	void *h;
-	struct ops_head *ops;
+int main(int argc, char **argv) {
+  void *h;
+  struct ops_head *ops;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s ENGINE.so\n", argv[0]);
-		return 2;
-	}
-	h = dlopen(argv[1], RTLD_LAZY | RTLD_LOCAL);
-	if (!h) {
-		fprintf(stderr, "dlopen: %s\n", dlerror());
-		return 1;
-	}
-	ops = dlsym(h, "ioengine");
-	if (!ops || strcmp(ops->name, "mpnvme") != 0) {
-		fprintf(stderr, "no mpnvme ioengine symbol\n");
-		return 1;
-	}
-	printf("loaded as %s: ops version %d\n", FAKE_FIO_VERSION, ops->version);
-	return EXPECT_REFUSED ? (ops->version == 0 ? 0 : 1) : (ops->version > 0 ? 0 : 1);
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s ENGINE.so\n", argv[0]);
+    return 2;
+  }
+  h = dlopen(argv[1], RTLD_LAZY | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "dlopen: %s\n", dlerror());
+    return 1;
+  }
+  ops = dlsym(h, "ioengine");
+  if (!ops || strcmp(ops->name, "mpnvme") != 0) {
+    fprintf(stderr, "no mpnvme ioengine symbol\n");
+    return 1;
+  }
+  printf("loaded as %s: ops version %d\n", FAKE_FIO_VERSION, ops->version);
+  return EXPECT_REFUSED ? (ops->version == 0 ? 0 : 1) : (ops->version > 0 ? 0 : 1);
 }

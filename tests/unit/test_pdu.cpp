@@ -185,16 +185,20 @@ static void data_offset_alignment(void **) {
   assert_int_equal(data_offset(24, false, 0), 24);
   assert_int_equal(data_offset(24, true, 0), 28);
   assert_int_equal(data_offset(72, true, 0), 76);
-  assert_int_equal(data_offset(24, true, 7), 32);  // 32-byte alignment
+  assert_int_equal(data_offset(24, true, 7), 32); // 32-byte alignment
   assert_int_equal(data_offset(72, false, 31), 128);
 }
 
 int main() {
   const CMUnitTest tests[] = {
-      cmocka_unit_test(crc32c_known_vectors),    cmocka_unit_test(icreq_round_trip),
-      cmocka_unit_test(icresp_round_trip_and_limits), cmocka_unit_test(validate_capsule_resp),
-      cmocka_unit_test(validate_c2h_data),       cmocka_unit_test(validate_r2t_term_and_sequence),
-      cmocka_unit_test(data_and_r2t_headers),    cmocka_unit_test(termreq_and_digest),
+      cmocka_unit_test(crc32c_known_vectors),
+      cmocka_unit_test(icreq_round_trip),
+      cmocka_unit_test(icresp_round_trip_and_limits),
+      cmocka_unit_test(validate_capsule_resp),
+      cmocka_unit_test(validate_c2h_data),
+      cmocka_unit_test(validate_r2t_term_and_sequence),
+      cmocka_unit_test(data_and_r2t_headers),
+      cmocka_unit_test(termreq_and_digest),
       cmocka_unit_test(data_offset_alignment),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

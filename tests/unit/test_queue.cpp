@@ -1,9 +1,9 @@
 // The host queue's data path and its defences, driven over a socketpair by a
 // scripted controller that sends well-formed and hostile PDUs.
 #include <cerrno>
+#include <cstring>
 #include <fcntl.h>
 #include <memory>
-#include <cstring>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <vector>
@@ -148,7 +148,8 @@ struct Fixture {
     for (int i = 0; i < 200 && out.size() < n; i++) {
       q->flush();
       q->process(10);
-      for (auto &c : q->completions()) out.push_back(c);
+      for (auto &c : q->completions())
+        out.push_back(c);
       q->completions().clear();
     }
     return out;
@@ -157,7 +158,8 @@ struct Fixture {
 
 std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
   std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; i++) v[i] = static_cast<uint8_t>(seed + i * 7);
+  for (size_t i = 0; i < n; i++)
+    v[i] = static_cast<uint8_t>(seed + i * 7);
   return v;
 }
 
@@ -319,9 +321,15 @@ static void hostile_pdus(void **) {
     switch (k) {
     case 0: f.send_resp(0x0123, 0); break;                                   // cid not in flight
     case 1: f.send_c2h(wr.cid(), 0, pattern(512, 1), pdu::kFlagLast); break; // C2HData for a write
-    case 2: f.send_c2h(rd.cid(), 4000, pattern(512, 1), 0); want = pdu::Fes::DataOutOfRange; break;
-    case 3: f.send_r2t(rd.cid(), 1, 0, 512); break;                          // R2T for a read
-    case 4: f.send_r2t(wr.cid(), 1, 2048, 4096); want = pdu::Fes::DataOutOfRange; break;
+    case 2:
+      f.send_c2h(rd.cid(), 4000, pattern(512, 1), 0);
+      want = pdu::Fes::DataOutOfRange;
+      break;
+    case 3: f.send_r2t(rd.cid(), 1, 0, 512); break; // R2T for a read
+    case 4:
+      f.send_r2t(wr.cid(), 1, 2048, 4096);
+      want = pdu::Fes::DataOutOfRange;
+      break;
     case 5: // both R2Ts arrive in one read, before any H2CData is generated
       f.send_r2t(wr.cid(), 1, 0, 1024);
       f.send_r2t(wr.cid(), 2, 1024, 1024);
