@@ -1,5 +1,13 @@
-// CMocka from C++: the header needs these C headers first.
+// CMocka from C++: cmocka.h needs these C headers first, and its fail()
+// macro must come after every standard header that declares ios::fail().
 #pragma once
+// clang-format off
+#include <chrono>
+#include <ios>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
 #include <csetjmp>
 #include <cstdarg>
 #include <cstddef>
@@ -7,3 +15,4 @@
 extern "C" {
 #include <cmocka.h>
 }
+// clang-format on

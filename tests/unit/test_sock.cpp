@@ -1,0 +1,126 @@
+// The socket layer on loopback: MPTCP really in effect against an MPTCP
+// listener, fallback reported against a TCP listener, priority and TOS set
+// per socket, and failures that name the address and the step.
+#include <arpa/inet.h>
+#include <cstring>
+#include <netinet/in.h>
+#include <stdexcept>
+#include <string>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cmocka_cxx.hpp"
+#include "sock.hpp"
+
+using namespace mpnvme;
+
+namespace {
+constexpr int kIpprotoMptcp = 262;
+
+// A listener on 127.0.0.1 with an ephemeral port.
+struct Listener {
+  int fd = -1;
+  std::string port;
+  explicit Listener(bool mptcp) {
+    fd = ::socket(AF_INET, SOCK_STREAM, mptcp ? kIpprotoMptcp : IPPROTO_TCP);
+    assert_true(fd >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+    assert_int_equal(::listen(fd, 4), 0);
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+    port = std::to_string(ntohs(a.sin_port));
+  }
+  ~Listener() { ::close(fd); }
+  PathAddr addr() const { return {"127.0.0.1", port, false}; }
+};
+
+int get_int(int fd, int level, int name) {
+  int v = -1;
+  socklen_t len = sizeof v;
+  assert_int_equal(getsockopt(fd, level, name, &v, &len), 0);
+  return v;
+}
+
+template <typename F> void expect_error(F &&f, const char *needle) {
+  try {
+    f();
+  } catch (const std::runtime_error &e) {
+    if (!strstr(e.what(), needle)) fail_msg("message '%s' lacks '%s'", e.what(), needle);
+    return;
+  }
+  fail_msg("no error, expected '%s'", needle);
+}
+} // namespace
+
+static void mptcp_to_mptcp_listener(void **) {
+  Listener l(true);
+  SocketSettings s;
+  Fd fd = connect_stream(l.addr(), s);
+  int peer = ::accept(l.fd, nullptr, nullptr);
+  assert_true(peer >= 0);
+  MptcpState st = query_mptcp(fd.get());
+  assert_true(st.mptcp);
+  ::close(peer);
+}
+
+static void mptcp_falls_back_against_tcp_listener(void **) {
+  Listener l(false);
+  Fd fd = connect_stream(l.addr(), SocketSettings{});
+  int peer = ::accept(l.fd, nullptr, nullptr);
+  assert_true(peer >= 0);
+  assert_false(query_mptcp(fd.get()).mptcp);
+  ::close(peer);
+}
+
+static void tcp_transport_is_plain_tcp(void **) {
+  Listener l(true);
+  SocketSettings s;
+  s.transport = Transport::Tcp;
+  Fd fd = connect_stream(l.addr(), s);
+  assert_false(query_mptcp(fd.get()).mptcp);
+}
+
+static void priority_and_tos_applied(void **) {
+  Listener l(false);
+  SocketSettings s;
+  s.transport = Transport::Tcp;
+  s.priority = 5;
+  s.tos = 0xb8;
+  Fd fd = connect_stream(l.addr(), s);
+  // TOS first, then priority: TCP's IP_TOS would otherwise rewrite priority.
+  assert_int_equal(get_int(fd.get(), SOL_SOCKET, SO_PRIORITY), 5);
+  assert_int_equal(get_int(fd.get(), IPPROTO_IP, IP_TOS), 0xb8);
+  s.transport = Transport::Mptcp;
+  s.tos.reset();
+  Fd fd2 = connect_stream(l.addr(), s);
+  assert_int_equal(get_int(fd2.get(), SOL_SOCKET, SO_PRIORITY), 5);
+}
+
+static void failures_name_address_and_step(void **) {
+  Listener l(false);
+  PathAddr closed = l.addr();
+  ::close(l.fd);
+  l.fd = ::socket(AF_INET, SOCK_STREAM, 0); // keep the destructor harmless
+  expect_error([&] { connect_stream(closed, SocketSettings{}); }, "connect: Connection refused");
+  expect_error([&] { connect_stream(closed, SocketSettings{}); }, closed.display().c_str());
+  SocketSettings s;
+  s.host_traddr = "192.0.2.1";
+  expect_error([&] { connect_stream(closed, s); }, "bind to host_traddr=192.0.2.1");
+  s.host_traddr = "fe80::1";
+  expect_error([&] { connect_stream(closed, s); }, "host_traddr=fe80::1 is not a numeric address");
+  s.host_traddr.clear();
+  s.host_iface = "no-such-if0";
+  expect_error([&] { connect_stream(closed, s); }, "host_iface=no-such-if0");
+}
+
+int main() {
+  const CMUnitTest tests[] = {
+      cmocka_unit_test(mptcp_to_mptcp_listener),     cmocka_unit_test(mptcp_falls_back_against_tcp_listener),
+      cmocka_unit_test(tcp_transport_is_plain_tcp),  cmocka_unit_test(priority_and_tos_applied),
+      cmocka_unit_test(failures_name_address_and_step),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
