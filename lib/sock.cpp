@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/mptcp.h>
+#include <memory>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -103,6 +104,39 @@ Fd connect_stream(const PathAddr &to, const SocketSettings &s) {
   socklen_t len = sizeof soerr;
   getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &soerr, &len);
   if (soerr) throw sys_error(to, "connect", soerr);
+  return fd;
+}
+
+void apply_priority(int fd, bool ipv6, std::optional<unsigned> priority, std::optional<unsigned> tos, const std::string &what) {
+  auto set = [&](int level, int name, unsigned v, const char *opt) {
+    int value = static_cast<int>(v);
+    if (setsockopt(fd, level, name, &value, sizeof value) < 0)
+      throw std::runtime_error(fmt::format("{}: {}={}: {}", what, opt, v, strerror(errno)));
+  };
+  // TOS first, then priority: on TCP, IP_TOS rewrites sk_priority.
+  if (tos) {
+    if (ipv6) set(IPPROTO_IPV6, IPV6_TCLASS, *tos, "tos (IPV6_TCLASS)");
+    else set(IPPROTO_IP, IP_TOS, *tos, "tos (IP_TOS)");
+  }
+  if (priority) set(SOL_SOCKET, SO_PRIORITY, *priority, "sk_priority (SO_PRIORITY)");
+}
+
+Fd listen_stream(const PathAddr &at, Transport transport, int backlog) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  hints.ai_family = at.ipv6 ? AF_INET6 : AF_UNSPEC;
+  addrinfo *res = nullptr;
+  if (int rc = getaddrinfo(at.addr.c_str(), at.service.c_str(), &hints, &res); rc != 0)
+    throw std::runtime_error(fmt::format("{}: cannot resolve address: {}", at.display(), gai_strerror(rc)));
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
+  const int proto = transport == Transport::Mptcp ? IPPROTO_MPTCP : IPPROTO_TCP;
+  Fd fd(::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, proto));
+  if (!fd) throw sys_error(at, transport == Transport::Mptcp ? "MPTCP socket (use --transport tcp without MPTCP)" : "socket", errno);
+  set_int(fd.get(), SOL_SOCKET, SO_REUSEADDR, 1, at, "SO_REUSEADDR");
+  if (res->ai_family == AF_INET6) set_int(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, 1, at, "IPV6_V6ONLY");
+  if (::bind(fd.get(), res->ai_addr, res->ai_addrlen) < 0) throw sys_error(at, "bind", errno);
+  if (::listen(fd.get(), backlog) < 0) throw sys_error(at, "listen", errno);
   return fd;
 }
 

@@ -49,6 +49,15 @@ private:
 // with the address and the failing step (socket option, bind, connect).
 Fd connect_stream(const PathAddr &to, const SocketSettings &s);
 
+// Listening socket for a target port: MPTCP (plain TCP clients fall back
+// transparently) or TCP, SO_REUSEADDR, non-blocking. Throws
+// std::runtime_error naming the address and the failing step.
+Fd listen_stream(const PathAddr &at, Transport transport, int backlog = 128);
+
+// SO_PRIORITY and IP_TOS/IPV6_TCLASS on a socket, TOS first (on TCP, IP_TOS
+// rewrites sk_priority). `what` prefixes error messages.
+void apply_priority(int fd, bool ipv6, std::optional<unsigned> priority, std::optional<unsigned> tos, const std::string &what);
+
 struct MptcpState {
   bool mptcp = false;    // false: plain TCP or MPTCP fell back to TCP
   unsigned subflows = 0; // additional subflows beyond the initial one

@@ -13,7 +13,10 @@ for f in "$engine" "$dest/usr/share/mpnvme/jobs/demo.fio" "$dest/usr/share/man/m
 done
 export ASAN_OPTIONS=detect_leaks=0
 preload=""
-if nm -D "$engine" | grep -q __asan_init; then preload=$(gcc -print-file-name=libasan.so); fi
-LD_PRELOAD=$preload fio --enghelp="$engine" | grep -q '^sk_priority' || { echo "FAIL: fio --enghelp lists no engine options"; exit 1; }
-man -l "$dest/usr/share/man/man7/fio-mpnvme.7" 2>/dev/null | grep -q "PRIORITY PAIRS" || { echo "FAIL: man page does not render"; exit 1; }
+# (no grep -q on a pipe under pipefail: nm would die of SIGPIPE)
+if [[ $(nm -D "$engine" | grep -c __asan_init) != 0 ]]; then preload=$(gcc -print-file-name=libasan.so); fi
+help=$(LD_PRELOAD=$preload fio --enghelp="$engine")
+grep -q '^sk_priority' <<<"$help" || { echo "FAIL: fio --enghelp lists no engine options"; exit 1; }
+page=$(man -l "$dest/usr/share/man/man7/fio-mpnvme.7" 2>/dev/null)
+grep -q "PRIORITY PAIRS" <<<"$page" || { echo "FAIL: man page does not render"; exit 1; }
 echo PASS

@@ -206,6 +206,7 @@ void Controller::shutdown() {
     Command c;
     c.sqe = nvme::make_disconnect();
     c.log_failure = false;
+    io_->expect_close();
     const Completion r = io_->execute(c, std::chrono::milliseconds(2000));
     log().debug("{} qid {}: Disconnect: {}", label_, cfg_.io_qid, r.error ? io_->failure() : nvme::status_string(r.status));
   }

@@ -226,7 +226,8 @@ void Queue::fail(const std::string &why, int err) {
   if (!failed_) {
     failed_ = true;
     failure_ = why;
-    log().error("{}: {}; failing {} command(s) in flight", p_.label, why, inflight_);
+    if (expect_close_ && inflight_ == 0) log().debug("{}: {}", p_.label, why);
+    else log().error("{}: {}; failing {} command(s) in flight", p_.label, why, inflight_);
     ::shutdown(fd_.get(), SHUT_RDWR);
   }
   for (uint16_t i = 0; i < slots_.size(); i++) {

@@ -77,6 +77,9 @@ public:
   int fd() const { return fd_.get(); }
   const QueueParams &params() const { return p_; }
   const pdu::IcResp &icresp() const { return icresp_; }
+  // The controller will close the connection (after Disconnect): an end of
+  // stream with nothing in flight is then the expected end, not an error.
+  void expect_close() { expect_close_ = true; }
   // Fail every command in flight and mark the queue dead (also on shutdown).
   void fail(const std::string &why, int err);
 
@@ -120,6 +123,7 @@ private:
   QueueParams p_;
   pdu::IcResp icresp_;
   bool failed_ = false;
+  bool expect_close_ = false;
   std::string failure_;
 
   std::vector<Slot> slots_;

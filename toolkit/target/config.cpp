@@ -1,0 +1,283 @@
+#include "config.hpp"
+
+#include <fmt/format.h>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+
+#include "crc32c.hpp"
+#include "host_identity.hpp"
+#include "jobfile.hpp"
+
+namespace mpnvme::target {
+
+const char *ana_state_name(AnaState s) {
+  switch (s) {
+  case AnaState::Optimized: return "optimized";
+  case AnaState::NonOptimized: return "non-optimized";
+  case AnaState::Inaccessible: return "inaccessible";
+  case AnaState::PersistentLoss: return "persistent-loss";
+  case AnaState::Change: return "change";
+  }
+  return "?";
+}
+
+std::optional<AnaState> parse_ana_state(const std::string &s) {
+  for (AnaState a : {AnaState::Optimized, AnaState::NonOptimized, AnaState::Inaccessible, AnaState::PersistentLoss, AnaState::Change})
+    if (s == ana_state_name(a)) return a;
+  return std::nullopt;
+}
+
+AnaState PortConfig::ana_state(uint32_t grp) const {
+  auto it = ana.find(grp);
+  return it == ana.end() ? AnaState::Optimized : it->second;
+}
+
+std::string NamespaceConfig::spec() const {
+  switch (backing) {
+  case Backing::Ram: return fmt::format("ram:{}", size);
+  case Backing::Null: return fmt::format("null:{}", size);
+  case Backing::File: return fmt::format("file:{}", path);
+  }
+  return "?";
+}
+
+NamespaceConfig parse_namespace_spec(const std::string &spec, uint32_t default_nsid, const std::string &option) {
+  NamespaceConfig ns;
+  ns.nsid = default_nsid;
+  auto fail = [&](const std::string &why) {
+    return std::invalid_argument(fmt::format("{} '{}': {} (accepted: ram:SIZE, null:SIZE, file:PATH or a path, "
+                                             "optionally followed by ,lba=512|4096 and ,nsid=N)",
+                                             option, spec, why));
+  };
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    if (comma == std::string::npos) comma = spec.size();
+    parts.push_back(spec.substr(start, comma - start));
+    start = comma + 1;
+  }
+  const std::string &main = parts[0];
+  if (main.rfind("ram:", 0) == 0 || main.rfind("null:", 0) == 0) {
+    ns.backing = main[0] == 'r' ? Backing::Ram : Backing::Null;
+    ns.size = parse_size(main.substr(main.find(':') + 1), option);
+    if (!ns.size) throw fail("size must be above 0");
+  } else if (main.rfind("file:", 0) == 0) {
+    ns.backing = Backing::File;
+    ns.path = main.substr(5);
+  } else if (!main.empty() && main[0] == '/') {
+    ns.backing = Backing::File;
+    ns.path = main;
+  } else {
+    throw fail("unknown backing");
+  }
+  if (ns.backing == Backing::File && ns.path.empty()) throw fail("empty path");
+  for (size_t i = 1; i < parts.size(); i++) {
+    const std::string &p = parts[i];
+    if (p.rfind("lba=", 0) == 0) {
+      const std::string v = p.substr(4);
+      if (v != "512" && v != "4096") throw fail("lba must be 512 or 4096");
+      ns.lba = static_cast<uint32_t>(std::stoul(v));
+    } else if (p.rfind("nsid=", 0) == 0) {
+      const std::string v = p.substr(5);
+      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 9 || std::stoul(v) == 0)
+        throw fail("nsid must be a number from 1");
+      ns.nsid = static_cast<uint32_t>(std::stoul(v));
+    } else {
+      throw fail(fmt::format("unknown attribute '{}'", p));
+    }
+  }
+  if (ns.size % ns.lba) throw fail(fmt::format("size is not a multiple of the LBA size {}", ns.lba));
+  return ns;
+}
+
+namespace {
+using nlohmann::json;
+
+std::string jstr(const json &j, const char *key, const std::string &where, const std::string &def = "") {
+  if (!j.contains(key)) return def;
+  const json &v = j.at(key);
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_integer()) return std::to_string(v.get<long long>());
+  throw std::runtime_error(fmt::format("{}.{}: expected a string", where, key));
+}
+
+PathAddr port_addr(const json &addr, const std::string &where) {
+  const std::string fam = jstr(addr, "adrfam", where + ".addr", "ipv4");
+  if (fam != "ipv4" && fam != "ipv6") throw std::runtime_error(fmt::format("{}.addr.adrfam: '{}' (accepted: ipv4, ipv6)", where, fam));
+  PathAddr p;
+  p.addr = jstr(addr, "traddr", where + ".addr");
+  p.service = jstr(addr, "trsvcid", where + ".addr", "4420");
+  p.ipv6 = fam == "ipv6";
+  if (p.addr.empty()) throw std::runtime_error(fmt::format("{}.addr.traddr: required", where));
+  if (!valid_port(p.service)) throw std::runtime_error(fmt::format("{}.addr.trsvcid: '{}' is not a port", where, p.service));
+  return p;
+}
+
+std::optional<unsigned> jopt_uint(const json &param, const char *key, unsigned max, const std::string &where) {
+  const std::string v = jstr(param, key, where);
+  if (v.empty()) return std::nullopt;
+  char *end = nullptr;
+  const unsigned long n = std::strtoul(v.c_str(), &end, 0);
+  if (*end || n > max) throw std::runtime_error(fmt::format("{}.{}: '{}' (accepted: 0..{})", where, key, v, max));
+  return static_cast<unsigned>(n);
+}
+} // namespace
+
+TargetConfig load_json_config(const std::string &path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(fmt::format("{}: cannot read", path));
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception &e) {
+    throw std::runtime_error(fmt::format("{}: not JSON: {}", path, e.what()));
+  }
+  TargetConfig c;
+  for (size_t i = 0; j.contains("subsystems") && i < j["subsystems"].size(); i++) {
+    const json &s = j["subsystems"][i];
+    const std::string where = fmt::format("{}: subsystems[{}]", path, i);
+    SubsystemConfig sc;
+    sc.nqn = jstr(s, "nqn", where);
+    if (sc.nqn.empty()) throw std::runtime_error(where + ".nqn: required");
+    const json attr = s.value("attr", json::object());
+    sc.allow_any_host = jstr(attr, "allow_any_host", where + ".attr", "1") == "1";
+    sc.serial = jstr(attr, "serial", where + ".attr");
+    sc.model = jstr(attr, "model", where + ".attr", sc.model);
+    for (const json &h : s.value("allowed_hosts", json::array())) sc.allowed_hosts.push_back(h.get<std::string>());
+    const json nss = s.value("namespaces", json::array());
+    for (size_t k = 0; k < nss.size(); k++) {
+      const json &n = nss[k];
+      const std::string nw = fmt::format("{}.namespaces[{}]", where, k);
+      const json dev = n.value("device", json::object());
+      const std::string p = jstr(dev, "path", nw + ".device");
+      if (p.empty()) throw std::runtime_error(nw + ".device.path: required");
+      NamespaceConfig ns = parse_namespace_spec(p, static_cast<uint32_t>(n.value("nsid", k + 1)), nw + ".device.path");
+      ns.enable = n.value("enable", 1) != 0;
+      ns.anagrpid = n.value("ana_grpid", 1u);
+      if (const std::string u = jstr(dev, "uuid", nw + ".device"); !u.empty() && !parse_uuid(u, ns.uuid))
+        throw std::runtime_error(fmt::format("{}.device.uuid: '{}' is not a UUID", nw, u));
+      sc.namespaces.push_back(ns);
+    }
+    c.subsystems.push_back(sc);
+  }
+  for (size_t i = 0; j.contains("ports") && i < j["ports"].size(); i++) {
+    const json &p = j["ports"][i];
+    const std::string where = fmt::format("{}: ports[{}]", path, i);
+    PortConfig pc;
+    pc.id = static_cast<uint16_t>(p.value("portid", i + 1));
+    const json addr = p.value("addr", json::object());
+    pc.addr = port_addr(addr, where);
+    const std::string tr = jstr(addr, "trtype", where + ".addr", "mptcp");
+    if (tr == "tcp") pc.transport = Transport::Tcp;
+    else if (tr == "mptcp") pc.transport = Transport::Mptcp;
+    else throw std::runtime_error(fmt::format("{}.addr.trtype: '{}' (accepted: tcp, mptcp)", where, tr));
+    const json param = p.value("param", json::object());
+    if (auto v = jopt_uint(param, "inline_data_size", 1u << 20, where + ".param")) pc.inline_data_size = *v;
+    pc.sk_priority = jopt_uint(param, "so_priority", 0x7fffffff, where + ".param");
+    pc.tos = jopt_uint(param, "tos", 255, where + ".param");
+    for (const json &g : p.value("ana_groups", json::array())) {
+      const uint32_t grp = g.value("grpid", 1u);
+      const std::string st = jstr(g.value("ana", json::object()), "state", where + ".ana_groups");
+      auto a = parse_ana_state(st);
+      if (!a) throw std::runtime_error(fmt::format("{}.ana_groups[grpid {}].ana.state: '{}' (accepted: optimized, non-optimized, inaccessible, persistent-loss, change)", where, grp, st));
+      pc.ana[grp] = *a;
+    }
+    for (const json &s : p.value("subsystems", json::array())) pc.subsystems.push_back(s.get<std::string>());
+    c.ports.push_back(pc);
+  }
+  return c;
+}
+
+TargetConfig config_from_jobfile(const std::string &path) {
+  TargetConfig c;
+  std::set<std::string> seen_ports;
+  for (const JobSection &job : read_jobfile(path)) {
+    const std::string where = fmt::format("{} [{}]", path, job.name);
+    const auto subnqn = job.get("subnqn");
+    if (!subnqn || subnqn->empty()) throw std::runtime_error(where + ": subnqn= is not set");
+    const auto traddr = job.get("traddr");
+    if (!traddr) throw std::runtime_error(where + ": traddr= is not set");
+    const std::string port = job.get("trsvcid").value_or("4420");
+    const auto size = job.get("size");
+    if (!size) throw std::runtime_error(where + ": size= is needed to create the namespace");
+    uint32_t nsid = 1;
+    if (auto n = job.get("nsid")) nsid = static_cast<uint32_t>(std::stoul(*n));
+    Transport tr = job.get("transport").value_or("mptcp") == "tcp" ? Transport::Tcp : Transport::Mptcp;
+    const uint64_t bytes = parse_size(*size, where + ": size");
+    const uint64_t offset = job.get("offset") ? parse_size(*job.get("offset"), where + ": offset") : 0;
+
+    SubsystemConfig *sub = nullptr;
+    for (auto &s : c.subsystems)
+      if (s.nqn == *subnqn) sub = &s;
+    if (!sub) {
+      c.subsystems.push_back({*subnqn, true, {}, "", "mpnvme-target", {}});
+      sub = &c.subsystems.back();
+    }
+    NamespaceConfig *ns = nullptr;
+    for (auto &n : sub->namespaces)
+      if (n.nsid == nsid) ns = &n;
+    if (!ns) {
+      NamespaceConfig n;
+      n.nsid = nsid;
+      sub->namespaces.push_back(n);
+      ns = &sub->namespaces.back();
+    }
+    // numjobs with offset_increment spread over more than size: cover it all.
+    uint64_t need = offset + bytes;
+    if (auto nj = job.get("numjobs"); nj && job.get("offset_increment"))
+      need = offset + parse_size(*job.get("offset_increment"), where + ": offset_increment") * (std::stoul(*nj) - 1) + bytes;
+    ns->size = std::max(ns->size, (need + 4095) / 4096 * 4096);
+    for (const PathAddr &pa : parse_paths(*traddr, port, where + ": traddr")) {
+      if (!seen_ports.insert(pa.display()).second) continue;
+      PortConfig pc;
+      pc.id = static_cast<uint16_t>(c.ports.size() + 1);
+      pc.addr = pa;
+      pc.transport = tr;
+      c.ports.push_back(pc);
+    }
+  }
+  return c;
+}
+
+void finalize(TargetConfig &c) {
+  if (c.subsystems.empty()) throw std::invalid_argument("no subsystem configured (--subnqn with --ns, --config or --job)");
+  if (c.ports.empty()) throw std::invalid_argument("no port configured (--listen, --config or --job)");
+  std::set<std::string> nqns;
+  for (auto &s : c.subsystems) {
+    if (!nqns.insert(s.nqn).second) throw std::invalid_argument(fmt::format("subsystem {} configured twice", s.nqn));
+    if (s.nqn.size() > 223) throw std::invalid_argument(fmt::format("subsystem NQN longer than 223 bytes: {}", s.nqn));
+    if (s.serial.empty()) s.serial = fmt::format("{:08x}", crc32c(s.nqn.data(), s.nqn.size()));
+    std::set<uint32_t> ids;
+    for (auto &n : s.namespaces) {
+      if (!ids.insert(n.nsid).second) throw std::invalid_argument(fmt::format("{}: nsid {} configured twice", s.nqn, n.nsid));
+      // Stable identifiers from subsystem and nsid: Linux multipath matches
+      // a namespace across controllers by them.
+      const std::string seed = fmt::format("{}/{}", s.nqn, n.nsid);
+      std::array<uint8_t, 16> id{};
+      for (int k = 0; k < 4; k++) {
+        const uint32_t h = crc32c(seed.data(), seed.size()) ^ (0x9e3779b9u * static_cast<uint32_t>(k + 1));
+        const uint32_t v = crc32c(&h, sizeof h);
+        std::memcpy(id.data() + 4 * k, &v, 4);
+      }
+      if (n.nguid == std::array<uint8_t, 16>{}) n.nguid = id;
+      if (n.uuid == std::array<uint8_t, 16>{}) {
+        n.uuid = id;
+        n.uuid[6] = static_cast<uint8_t>((n.uuid[6] & 0x0f) | 0x40); // version 4 layout
+        n.uuid[8] = static_cast<uint8_t>((n.uuid[8] & 0x3f) | 0x80);
+      }
+    }
+  }
+  std::set<uint16_t> ids;
+  for (auto &p : c.ports) {
+    if (!ids.insert(p.id).second) throw std::invalid_argument(fmt::format("port id {} configured twice", p.id));
+    for (auto &n : p.subsystems)
+      if (!nqns.count(n)) throw std::invalid_argument(fmt::format("port {} serves unknown subsystem {}", p.id, n));
+  }
+  if (c.threads == 0 || c.threads > 64) throw std::invalid_argument("--threads: 1..64");
+}
+
+} // namespace mpnvme::target

@@ -1,0 +1,80 @@
+// mpnvme-target configuration: subsystems with namespaces, ports with their
+// ANA group states, access control. Built from the command line, from a JSON
+// file in nvmetcli's layout, or from the engine options of an fio job file.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "paths.hpp"
+#include "sock.hpp"
+
+namespace mpnvme::target {
+
+enum class Backing { Ram, Null, File };
+enum class AnaState : uint8_t { Optimized = 1, NonOptimized = 2, Inaccessible = 3, PersistentLoss = 4, Change = 0xf };
+const char *ana_state_name(AnaState s);
+// optimized, non-optimized, inaccessible, persistent-loss, change (nvmet names).
+std::optional<AnaState> parse_ana_state(const std::string &s);
+
+struct NamespaceConfig {
+  uint32_t nsid = 1;
+  Backing backing = Backing::Ram;
+  std::string path;    // File: regular file or block device
+  uint64_t size = 0;   // bytes (Ram, Null; File: from the file)
+  uint32_t lba = 512;  // 512 or 4096
+  uint32_t anagrpid = 1;
+  bool enable = true;
+  std::array<uint8_t, 16> uuid{}, nguid{};
+  std::string spec() const; // ram:SIZE / null:SIZE / file:PATH, for logs
+};
+
+struct SubsystemConfig {
+  std::string nqn;
+  bool allow_any_host = true;
+  std::vector<std::string> allowed_hosts;
+  std::string serial, model = "mpnvme-target";
+  std::vector<NamespaceConfig> namespaces;
+};
+
+struct PortConfig {
+  uint16_t id = 1;
+  PathAddr addr;
+  Transport transport = Transport::Mptcp;
+  std::optional<unsigned> sk_priority, tos;
+  uint32_t inline_data_size = 16384;
+  std::map<uint32_t, AnaState> ana; // ANA group -> state (absent: optimized)
+  std::vector<std::string> subsystems; // NQNs served here; empty = all
+  AnaState ana_state(uint32_t grp) const;
+};
+
+struct TargetConfig {
+  std::vector<SubsystemConfig> subsystems;
+  std::vector<PortConfig> ports;
+  bool discovery = true;
+  unsigned threads = 1;
+  uint32_t queue_entries = 128; // CAP.MQES + 1
+  uint32_t max_io_queues = 128;
+  uint8_t mdts = 7;             // 2^7 * 4 KiB = 512 KiB
+  uint32_t maxh2cdata = 128 * 1024;
+};
+
+// Namespace spec: ram:SIZE | null:SIZE | file:PATH | /dev/... | PATH, with
+// optional ",lba=512|4096" and ",nsid=N". Throws std::invalid_argument
+// naming `option`.
+NamespaceConfig parse_namespace_spec(const std::string &spec, uint32_t default_nsid, const std::string &option);
+
+// nvmetcli JSON ({"hosts","subsystems","ports"}); device.path takes the
+// namespace specs above. Throws std::runtime_error naming the JSON field.
+TargetConfig load_json_config(const std::string &path);
+// What the engine options of a job file expect: one subsystem per subnqn,
+// one RAM namespace per nsid of the job's size, one port per traddr path.
+TargetConfig config_from_jobfile(const std::string &path);
+
+// Fill in derived values (serials, uuids, port ids) and check consistency.
+void finalize(TargetConfig &c);
+
+} // namespace mpnvme::target

@@ -1,0 +1,169 @@
+// One NVMe/TCP queue as the controller sees it: ICReq/ICResp, capsules with
+// in-capsule data, R2T/H2CData for larger writes, C2HData (with the SUCCESS
+// flag when SQ flow control is off) and responses, digests, and TermReq on
+// protocol errors. The event loop feeds received bytes in and takes the
+// outgoing batch out through the ConnIo interface, so the same code runs
+// under io_uring and under the fuzzer.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <sys/uio.h>
+#include <vector>
+
+#include "nvme.hpp"
+#include "pdu.hpp"
+#include "registry.hpp"
+
+namespace mpnvme::target {
+
+class Connection;
+
+enum class FileOp : uint8_t { Read, Write, Fsync, Deallocate, WriteZeroes };
+
+// What a connection needs from its event loop.
+class ConnIo {
+public:
+  virtual ~ConnIo() = default;
+  // The connection has PDUs to send (call build_send/on_sent).
+  virtual void want_send(Connection &c) = 0;
+  // Start file I/O for a command slot; completion calls on_file_done.
+  virtual void submit_file(Connection &c, uint16_t slot, FileOp op, int fd, uint8_t *buf, uint64_t len, uint64_t off) = 0;
+};
+
+struct ConnCounters {
+  uint64_t commands = 0, rx_bytes = 0, tx_bytes = 0, errors = 0;
+};
+
+class Connection {
+public:
+  Connection(Registry &reg, ConnIo &io, int fd, PortState &port, std::string peer);
+  ~Connection();
+  Connection(const Connection &) = delete;
+  Connection &operator=(const Connection &) = delete;
+
+  int fd() const { return fd_; }
+  const std::string &peer() const { return peer_; }
+  uint16_t qid() const { return qid_; }
+  PortState &port() { return port_; }
+
+  // Receive side: where the next receive goes, then how many bytes came
+  // (0 = the peer closed). Processing happens inside on_received.
+  std::pair<uint8_t *, size_t> rx_space();
+  void on_received(size_t n);
+  // Send side: the pending batch as iovecs (at most max), and progress.
+  size_t build_send(iovec *iov, size_t max);
+  void on_sent(size_t n);
+  bool send_pending() const { return tx_count_ > 0; }
+  void on_file_done(uint16_t slot, int res);
+  // Periodic and wake-up work: keep-alive expiry, controller teardown,
+  // delivery of asynchronous events. Returns false once the connection
+  // should be closed.
+  bool poll(std::chrono::steady_clock::time_point now);
+  bool closing() const { return closing_; }
+  const std::string &close_reason() const { return close_reason_; }
+  void close(const std::string &why);
+  const ConnCounters &counters() const { return stats_; }
+  // Outstanding asynchronous operations (file I/O) that must finish first.
+  unsigned file_ops_in_flight() const { return file_ops_; }
+  // The event loop's own per-connection state.
+  void *io_context = nullptr;
+
+private:
+  struct Cmd {
+    enum class State : uint8_t { Free, WaitData, Exec, Sending } state = State::Free;
+    nvme::Sqe sqe;
+    uint16_t cid = 0;
+    uint8_t *buf = nullptr;   // aligned command buffer (grows, kept)
+    uint32_t buf_cap = 0;
+    uint32_t data_len = 0;    // host data expected (writes) or to send (reads)
+    uint32_t received = 0;
+    const uint8_t *out = nullptr; // C2H data source: buf, RAM or the zero page
+    uint32_t out_len = 0;
+    uint16_t status = 0;
+    uint32_t dw0 = 0, dw1 = 0;
+    uint16_t in_ring = 0;
+    bool aer = false;         // parked Async Event Request
+  };
+  struct TxPdu {
+    uint8_t hdr[pdu::kTermMaxPlen];
+    uint8_t hdr_len = 0;
+    uint8_t pad = 0;
+    const uint8_t *data = nullptr;
+    uint32_t data_len = 0;
+    uint8_t ddgst[4];
+    bool has_ddgst = false;
+    int32_t slot = -1;
+  };
+  enum class Rx : uint8_t { Ic, Header, Pad, Data, DataDigest, Discard };
+
+  // transport
+  void process();
+  bool handle_icreq(const uint8_t *h);
+  void handle_header(const uint8_t *h, const pdu::Common &c);
+  void handle_capsule(const uint8_t *h, const pdu::Common &c);
+  void handle_h2c_data(const uint8_t *h, const pdu::Common &c);
+  void data_complete();
+  void protocol_error(pdu::Fes fes, const char *what, const uint8_t *hdr, size_t hlen, uint32_t fei);
+  TxPdu *tx_alloc(int32_t slot);
+  bool ensure_buf(Cmd &c, uint32_t len);
+  void send_r2t(uint16_t slot);
+  // commands
+  void dispatch(uint16_t slot);
+  void execute(uint16_t slot);
+  void complete(uint16_t slot, uint16_t status, uint32_t dw0 = 0, uint32_t dw1 = 0);
+  void finish(uint16_t slot);
+  void release(uint16_t slot);
+  bool exec_fabrics(Cmd &c, uint16_t slot);
+  bool exec_admin(Cmd &c, uint16_t slot);
+  bool exec_io(Cmd &c, uint16_t slot);
+  void connect(Cmd &c, uint16_t slot);
+  void property_get(Cmd &c, uint16_t slot);
+  void property_set(Cmd &c, uint16_t slot);
+  void identify(Cmd &c, uint16_t slot);
+  void get_log_page(Cmd &c, uint16_t slot);
+  void features(Cmd &c, uint16_t slot, bool set);
+  void return_data(Cmd &c, uint16_t slot, uint32_t len);
+  Namespace *io_namespace(Cmd &c, uint16_t slot);
+  void deliver_aens();
+
+  Registry &reg_;
+  ConnIo &io_;
+  int fd_;
+  PortState &port_;
+  std::string peer_;
+  std::string label_;
+  PortCounters &port_counters_;
+  ConnCounters stats_;
+
+  bool closing_ = false;
+  std::string close_reason_;
+  uint16_t qid_ = 0xffff; // set by Connect
+  uint32_t sqsize_ = 0;   // entries
+  uint16_t sqhd_ = 0;
+  bool sqflow_disabled_ = false;
+  std::shared_ptr<Controller> ctrl_;
+  pdu::Digests dg_;
+  uint8_t hpda_ = 0;
+  uint32_t inline_limit_;
+  unsigned file_ops_ = 0;
+
+  std::vector<Cmd> cmds_;
+  std::vector<uint16_t> free_;
+  std::vector<TxPdu> tx_;
+  size_t tx_head_ = 0, tx_count_ = 0, tx_head_sent_ = 0;
+
+  std::vector<uint8_t> rx_;
+  size_t rx_pos_ = 0, rx_len_ = 0;
+  Rx rx_state_ = Rx::Ic;
+  uint8_t cur_hdr_[pdu::kMaxHdrWithDigest];
+  pdu::Common cur_{};
+  uint16_t cur_slot_ = 0;
+  uint8_t *data_dst_ = nullptr;
+  uint32_t data_left_ = 0, pad_left_ = 0, cur_datal_ = 0;
+  uint32_t data_crc_ = 0;
+  bool cur_last_ = false;
+};
+
+} // namespace mpnvme::target

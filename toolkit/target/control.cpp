@@ -1,0 +1,100 @@
+#include "control.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <sstream>
+#include <stdexcept>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "log.hpp"
+
+namespace mpnvme::target {
+
+std::string port_stats(Registry &reg) {
+  std::string out;
+  for (auto &p : reg.ports()) {
+    PortCounters &c = reg.counters(p->cfg.id);
+    std::string ana;
+    for (auto &[g, st] : p->ana_groups()) ana += fmt::format(" ana{}={}", g, ana_state_name(st));
+    out += fmt::format("port {} {} {}: connections {} commands {} rx_bytes {} tx_bytes {} errors {}{}\n", p->cfg.id,
+                       transport_name(p->cfg.transport), p->cfg.addr.display(), c.connections.load(), c.commands.load(),
+                       c.rx_bytes.load(), c.tx_bytes.load(), c.errors.load(), ana);
+  }
+  return out;
+}
+
+std::string control_command(Registry &reg, const std::string &line) {
+  std::istringstream in(line);
+  std::string cmd;
+  in >> cmd;
+  if (cmd == "stats") return "ok\n" + port_stats(reg);
+  if (cmd == "help" || cmd.empty()) return "ok\nana PORT GROUP STATE\nstats\nhelp\n";
+  if (cmd == "ana") {
+    unsigned port = 0, grp = 0;
+    std::string st;
+    if (!(in >> port >> grp >> st)) return "error: usage: ana PORT GROUP STATE\n";
+    auto a = parse_ana_state(st);
+    if (!a) return fmt::format("error: ANA state '{}' (accepted: optimized, non-optimized, inaccessible, persistent-loss, change)\n", st);
+    if (!reg.port(static_cast<uint16_t>(port))) return fmt::format("error: no port {}\n", port);
+    if (grp == 0 || grp > 128) return "error: ANA group must be 1..128\n";
+    reg.set_ana(static_cast<uint16_t>(port), grp, *a);
+    return "ok\n";
+  }
+  return fmt::format("error: unknown command '{}' (try help)\n", cmd);
+}
+
+ControlServer::ControlServer(Registry &reg, std::string path) : reg_(reg), path_(std::move(path)) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (path_.size() >= sizeof a.sun_path) throw std::invalid_argument(fmt::format("--control {}: path too long", path_));
+  std::strcpy(a.sun_path, path_.c_str());
+  ::unlink(path_.c_str());
+  fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr *>(&a), sizeof a) < 0 || ::listen(fd_, 8) < 0)
+    throw std::runtime_error(fmt::format("--control {}: {}", path_, strerror(errno)));
+  if (pipe2(stop_pipe_, O_CLOEXEC) < 0) throw std::runtime_error(fmt::format("pipe: {}", strerror(errno)));
+  thread_ = std::thread([this] { serve(); });
+}
+
+ControlServer::~ControlServer() {
+  [[maybe_unused]] ssize_t n = ::write(stop_pipe_[1], "x", 1);
+  thread_.join();
+  ::close(fd_);
+  ::close(stop_pipe_[0]);
+  ::close(stop_pipe_[1]);
+  ::unlink(path_.c_str());
+}
+
+void ControlServer::serve() {
+  for (;;) {
+    pollfd p[2] = {{fd_, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
+    if (::poll(p, 2, -1) < 0 && errno != EINTR) return;
+    if (p[1].revents) return;
+    if (!(p[0].revents & POLLIN)) continue;
+    int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) continue;
+    timeval tv{5, 0}; // a silent client must not block the control thread
+    setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    std::string buf;
+    char chunk[512];
+    ssize_t n;
+    while ((n = ::recv(c, chunk, sizeof chunk, 0)) > 0) {
+      buf.append(chunk, static_cast<size_t>(n));
+      size_t nl;
+      while ((nl = buf.find('\n')) != std::string::npos) {
+        const std::string reply = control_command(reg_, buf.substr(0, nl));
+        buf.erase(0, nl + 1);
+        [[maybe_unused]] ssize_t w = ::send(c, reply.data(), reply.size(), MSG_NOSIGNAL);
+      }
+      if (buf.size() > 4096) break;
+    }
+    ::close(c);
+  }
+}
+
+} // namespace mpnvme::target

@@ -1,0 +1,183 @@
+// mpnvme-target: a user-space NVMe/TCP target over MPTCP (or TCP).
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <fmt/format.h>
+#include <pthread.h>
+#include <thread>
+
+#include "control.hpp"
+#include "log.hpp"
+#include "reactor.hpp"
+
+using namespace mpnvme;
+using namespace mpnvme::target;
+
+namespace {
+
+struct Cli {
+  std::string config, job, subnqn, control, log_level = "info", transport = "mptcp", port = "4420";
+  std::vector<std::string> listen, namespaces, allow_hosts, ana;
+  std::optional<unsigned> sk_priority, tos;
+  uint32_t inline_data_size = 16384, queue_size = 128, maxh2cdata = 128 * 1024;
+  unsigned threads = 1, mdts = 7;
+  bool no_discovery = false;
+};
+
+TargetConfig build_config(const Cli &o) {
+  TargetConfig c;
+  if (!o.config.empty()) c = load_json_config(o.config);
+  if (!o.job.empty()) {
+    TargetConfig j = config_from_jobfile(o.job);
+    for (auto &s : j.subsystems) c.subsystems.push_back(s);
+    for (auto &p : j.ports) {
+      p.id = static_cast<uint16_t>(c.ports.size() + 1);
+      c.ports.push_back(p);
+    }
+  }
+  if (!o.subnqn.empty() || !o.namespaces.empty()) {
+    if (o.subnqn.empty()) throw std::invalid_argument("--ns needs --subnqn");
+    SubsystemConfig s;
+    s.nqn = o.subnqn;
+    s.allow_any_host = o.allow_hosts.empty();
+    s.allowed_hosts = o.allow_hosts;
+    uint32_t next = 1;
+    for (const auto &spec : o.namespaces) {
+      s.namespaces.push_back(parse_namespace_spec(spec, next, "--ns"));
+      next = s.namespaces.back().nsid + 1;
+    }
+    c.subsystems.push_back(s);
+  } else if (!o.allow_hosts.empty()) {
+    for (auto &s : c.subsystems) {
+      s.allow_any_host = false;
+      s.allowed_hosts = o.allow_hosts;
+    }
+  }
+  const Transport tr = o.transport == "tcp" ? Transport::Tcp : Transport::Mptcp;
+  for (const auto &l : o.listen)
+    for (const PathAddr &a : parse_paths(l, o.port, "--listen")) {
+      PortConfig p;
+      p.id = static_cast<uint16_t>(c.ports.size() + 1);
+      p.addr = a;
+      p.transport = tr;
+      c.ports.push_back(p);
+    }
+  for (auto &p : c.ports) {
+    if (o.sk_priority) p.sk_priority = o.sk_priority;
+    if (o.tos) p.tos = o.tos;
+    if (!o.listen.empty() || !o.job.empty()) p.inline_data_size = o.inline_data_size;
+  }
+  for (const auto &a : o.ana) { // PORT:GROUP:STATE
+    unsigned port = 0, grp = 0;
+    char st[32] = {};
+    if (sscanf(a.c_str(), "%u:%u:%31s", &port, &grp, st) != 3 || !parse_ana_state(st) || grp == 0 || grp > 128)
+      throw std::invalid_argument(fmt::format("--ana {}: expected PORT:GROUP:STATE with GROUP 1..128 and STATE optimized, "
+                                              "non-optimized, inaccessible, persistent-loss or change",
+                                              a));
+    bool found = false;
+    for (auto &p : c.ports)
+      if (p.id == port) p.ana[grp] = *parse_ana_state(st), found = true;
+    if (!found) throw std::invalid_argument(fmt::format("--ana {}: no port {}", a, port));
+  }
+  c.discovery = !o.no_discovery;
+  c.threads = o.threads;
+  c.queue_entries = o.queue_size;
+  c.mdts = static_cast<uint8_t>(o.mdts);
+  c.maxh2cdata = o.maxh2cdata;
+  finalize(c);
+  return c;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"mpnvme-target: user-space NVMe/TCP target over MPTCP (or TCP)"};
+  app.set_version_flag("--version", "mpnvme-target 0.1.0");
+  Cli o;
+  app.add_option("-c,--config", o.config, "nvmetcli-style JSON configuration")->check(CLI::ExistingFile);
+  app.add_option("-j,--job", o.job, "serve what this fio job file of the engine expects")->check(CLI::ExistingFile);
+  app.add_option("-l,--listen", o.listen, "listen address(es): ADDR, ADDR:PORT, [IPV6]:PORT, comma-separated; one port each");
+  app.add_option("-p,--port", o.port, "TCP port for --listen entries without one")->capture_default_str();
+  app.add_option("-t,--transport", o.transport, "mptcp or tcp")->check(CLI::IsMember({"mptcp", "tcp"}))->capture_default_str();
+  app.add_option("-s,--subnqn", o.subnqn, "subsystem NQN served with the --ns namespaces");
+  app.add_option("-n,--ns", o.namespaces, "namespace: ram:SIZE, null:SIZE, file:PATH or PATH, [,lba=512|4096][,nsid=N]");
+  app.add_option("--allow-host", o.allow_hosts, "host NQN allowed to connect (default: any host)");
+  app.add_option("--sk-priority", o.sk_priority, "SO_PRIORITY of every accepted socket");
+  app.add_option("--tos", o.tos, "IP TOS / traffic class of every accepted socket")->check(CLI::Range(0, 255));
+  app.add_option("--ana", o.ana, "initial ANA state PORT:GROUP:STATE");
+  app.add_option("--inline-data-size", o.inline_data_size, "in-capsule data bytes per I/O command")->check(CLI::Range(0, 1 << 20))->capture_default_str();
+  app.add_option("--queue-size", o.queue_size, "entries per queue (CAP.MQES+1)")->check(CLI::Range(2, 1024))->capture_default_str();
+  app.add_option("--mdts", o.mdts, "maximum data transfer size as a power of two of 4 KiB pages")->check(CLI::Range(1, 10))->capture_default_str();
+  app.add_option("--maxh2cdata", o.maxh2cdata, "largest H2CData PDU the host may send")->check(CLI::Range(4096, 1 << 24))->capture_default_str();
+  app.add_flag("--no-discovery", o.no_discovery, "do not serve the discovery controller");
+  app.add_option("--threads", o.threads, "event loop threads")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--control", o.control, "UNIX socket for run-time commands (ana, stats)");
+  app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  set_log_level(o.log_level);
+  if (o.maxh2cdata % 4) {
+    log().error("--maxh2cdata {}: must be a multiple of 4", o.maxh2cdata);
+    return 2;
+  }
+
+  TargetConfig cfg;
+  std::unique_ptr<Registry> reg;
+  std::vector<Fd> listeners;
+  try {
+    cfg = build_config(o);
+    reg = std::make_unique<Registry>(cfg);
+    for (auto &p : reg->ports()) listeners.push_back(listen_stream(p->cfg.addr, p->cfg.transport));
+  } catch (const std::exception &e) {
+    log().error("{}", e.what());
+    return 1;
+  }
+
+  // Signals go to the main thread only (sigwait below).
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  for (int s : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&sigs, s);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  std::atomic<bool> stop{false};
+  std::vector<std::unique_ptr<Reactor>> reactors;
+  std::unique_ptr<ControlServer> control;
+  try {
+    for (unsigned i = 0; i < cfg.threads; i++) reactors.push_back(std::make_unique<Reactor>(*reg, i, stop));
+    for (size_t i = 0; i < listeners.size(); i++) reactors[0]->add_listener(listeners[i].get(), *reg->ports()[i], &reactors);
+    if (!o.control.empty()) control = std::make_unique<ControlServer>(*reg, o.control);
+  } catch (const std::exception &e) {
+    log().error("{}", e.what());
+    return 1;
+  }
+  reg->set_waker([&] {
+    for (auto &r : reactors) r->wake();
+  });
+  std::vector<std::thread> threads;
+  for (auto &r : reactors) threads.emplace_back([&r] { r->run(); });
+
+  for (auto &p : reg->ports())
+    fmt::print("mpnvme-target: port {} listening on {} ({})\n", p->cfg.id, p->cfg.addr.display(), transport_name(p->cfg.transport));
+  for (auto &s : cfg.subsystems)
+    for (auto &n : s.namespaces) fmt::print("mpnvme-target: {} nsid {}: {}, {}-byte blocks\n", s.nqn, n.nsid, n.spec(), n.lba);
+  fmt::print("mpnvme-target: ready\n");
+  std::fflush(stdout);
+
+  for (;;) {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    if (sig == SIGUSR1) {
+      fmt::print("{}", port_stats(*reg));
+      std::fflush(stdout);
+      continue;
+    }
+    break;
+  }
+  stop = true;
+  for (auto &r : reactors) r->wake();
+  for (auto &t : threads) t.join();
+  control.reset();
+  fmt::print("{}", port_stats(*reg));
+  return 0;
+}
