@@ -1,0 +1,45 @@
+#!/bin/bash
+# Engine <-> mpnvme-target over MPTCP on 1 and 4 paths: data verifies, the
+# connection really uses every path (per-path byte counters roughly
+# balanced), and plain TCP stays on one path.
+#   mptcp-paths.sh 1|4|tcp
+source "$(dirname "$0")/lib.sh"
+mode=$1
+paths=$([[ $mode == 1 ]] && echo 1 || echo 4)
+lab_up --paths "$paths" --rate 1000mbit
+traddr=$(seq -s, -f '10.1.%g.1' 1 "$paths")
+start_target --listen "$traddr" --subnqn "$NQN" --ns ram:1g --log-level warn
+transport=$([[ $mode == tcp ]] && echo tcp || echo mptcp)
+
+run_fio verify --traddr=10.1.1.1 --transport="$transport" --log_level=info --rw=randrw --bsrange=512-512k \
+  --iodepth=32 --size=128m --verify=crc32c --verify_fatal=1 --do_verify=1 ||
+  fail "verify job exited $?"
+[[ $(json verify | jq '[.jobs[].read.io_bytes] | add') -gt 0 ]] || fail "verify read nothing"
+want=$([[ $transport == mptcp ]] && echo MPTCP || echo TCP)
+grep -q "transport in effect: $want" "$work/verify.log" && pass "transport in effect: $want" || fail "engine did not report $want"
+
+before=$(path_bytes)
+run_fio spread --traddr=10.1.1.1 --transport="$transport" --rw=randread --bs=128k --iodepth=64 --size=512m \
+  --time_based=1 --runtime=4 || fail "throughput job exited $?"
+after=$(path_bytes)
+bw=$(json spread | jq '.jobs[0].read.bw_bytes / 1048576 | floor')
+echo "read bandwidth: $bw MiB/s over $paths path(s) ($transport)"
+declare -A b0
+while read -r p b; do b0[$p]=$b; done <<<"$before"
+total=0
+declare -A d
+while read -r p b; do d[$p]=$((b - b0[$p])); total=$((total + d[$p])); done <<<"$after"
+for p in $(seq 1 "$paths"); do echo "path $p: ${d[$p]} bytes ($((100 * d[$p] / (total > 0 ? total : 1)))%)"; done
+if [[ $mode == 4 ]]; then
+  # Roughly balanced: every path carries at least half of its even share.
+  for p in 1 2 3 4; do
+    ((d[$p] * 4 * 2 >= total)) || fail "path $p carried ${d[$p]} of $total bytes"
+  done
+  pass "all 4 paths carry traffic"
+elif [[ $mode == tcp ]]; then
+  ((d[1] * 100 >= total * 95)) || fail "TCP spread over paths (path 1: ${d[1]} of $total)"
+  pass "TCP stays on path 1"
+fi
+stop_target || fail "target exited with $?"
+grep -q "port 1 mptcp 10.1.1.1:4420: connections 0" "$work/target.log" || fail "target counters missing at exit"
+finish
