@@ -570,6 +570,10 @@ void Connection::on_file_done(uint16_t slot, int res) {
 
 bool Connection::poll(std::chrono::steady_clock::time_point now) {
   if (closing_) return false;
+  if (port_.disabled) {
+    close("port disabled");
+    return false;
+  }
   if (ctrl_) {
     if (qid_ == 0 && !ctrl_->dead && ctrl_->kato_expired(now)) {
       log().warn("{}: keep alive timeout ({} ms) for host {}: controller {} torn down", label_, ctrl_->kato_ms, ctrl_->hostnqn, ctrl_->cntlid);

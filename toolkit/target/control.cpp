@@ -21,8 +21,8 @@ std::string port_stats(Registry &reg) {
     PortCounters &c = reg.counters(p->cfg.id);
     std::string ana;
     for (auto &[g, st] : p->ana_groups()) ana += fmt::format(" ana{}={}", g, ana_state_name(st));
-    out += fmt::format("port {} {} {}: connections {} commands {} rx_bytes {} tx_bytes {} errors {}{}\n", p->cfg.id,
-                       transport_name(p->cfg.transport), p->cfg.addr.display(), c.connections.load(), c.commands.load(),
+    out += fmt::format("port {} {} {}{}: connections {} commands {} rx_bytes {} tx_bytes {} errors {}{}\n", p->cfg.id,
+                       transport_name(p->cfg.transport), p->cfg.addr.display(), p->disabled ? " (down)" : "", c.connections.load(), c.commands.load(),
                        c.rx_bytes.load(), c.tx_bytes.load(), c.errors.load(), ana);
   }
   return out;
@@ -33,7 +33,18 @@ std::string control_command(Registry &reg, const std::string &line) {
   std::string cmd;
   in >> cmd;
   if (cmd == "stats") return "ok\n" + port_stats(reg);
-  if (cmd == "help" || cmd.empty()) return "ok\nana PORT GROUP STATE\nstats\nhelp\n";
+  if (cmd == "help" || cmd.empty()) return "ok\nana PORT GROUP STATE\nport PORT down|up\nstats\nhelp\n";
+  if (cmd == "port") {
+    unsigned id = 0;
+    std::string st;
+    if (!(in >> id >> st) || (st != "down" && st != "up")) return "error: usage: port PORT down|up\n";
+    PortState *p = reg.port(static_cast<uint16_t>(id));
+    if (!p) return fmt::format("error: no port {}\n", id);
+    p->disabled = st == "down";
+    log().warn("port {} {} by the control socket", id, st == "down" ? "disabled" : "enabled");
+    reg.wake();
+    return "ok\n";
+  }
   if (cmd == "ana") {
     unsigned port = 0, grp = 0;
     std::string st;

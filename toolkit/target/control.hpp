@@ -1,6 +1,7 @@
 // The run-time control socket of mpnvme-target (--control PATH): one command
 // per line, one reply per command.
 //   ana PORT GROUP STATE   change an ANA group's state on a port (AEN sent)
+//   port PORT down|up      drop a port's connections and refuse new ones / resume
 //   stats                  counters per port
 //   help
 #pragma once

@@ -156,7 +156,9 @@ void Reactor::on_cqe(io_uring_cqe *cqe) {
   switch (op->kind) {
   case Op::Accept: {
     Listener &l = listeners_[op->listener];
-    if (res >= 0) {
+    if (res >= 0 && l.port->disabled) {
+      ::close(res);
+    } else if (res >= 0) {
       const std::string peer = peer_name(l.addr);
       Reactor &to = *(*all_)[next_reactor_++ % all_->size()];
       if (&to == this) start(res, *l.port, peer);

@@ -43,6 +43,9 @@ public:
   uint64_t ana_change_count() const { return chgcnt_; }
   std::map<uint32_t, AnaState> ana_groups() const;
   bool serves(const std::string &nqn) const;
+  // Fault injection: a disabled port drops its connections and refuses new
+  // ones (the listener stays bound, so hosts see resets, not timeouts).
+  std::atomic<bool> disabled{false};
 
 private:
   mutable std::mutex mu_;
@@ -100,6 +103,9 @@ public:
   // every controller on that port; `wake` nudges the reactors to deliver.
   void set_ana(uint16_t port_id, uint32_t grp, AnaState st);
   void set_waker(std::function<void()> w) { wake_ = std::move(w); }
+  void wake() {
+    if (wake_) wake_();
+  }
   uint64_t discovery_genctr() const { return 1; }
 
 private:

@@ -1,0 +1,82 @@
+#!/bin/bash
+# The Linux kernel NVMe/TCP host (qemu lab) against mpnvme-target on this
+# machine: two ports -> one nvme-subsystem with two controllers, a verified
+# write/read, a path cut with I/O failing over, an orderly disconnect.
+#   host-interop.sh BUILD_DIR
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$1
+state=$(mktemp -d /tmp/mpnvme-hostlab.XXXXXX)
+nqn=nqn.2026-11.io.mpnvme:host-interop
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+p1=$(free_port) p2=$(free_port)
+cleanup() {
+  "$here/lab.sh" stop "$state"
+  [[ -n ${tpid:-} ]] && kill "$tpid" 2>/dev/null && wait "$tpid" 2>/dev/null
+  rm -rf "$state"
+}
+trap cleanup EXIT
+# The serial console ends lines with \r\n.
+console() { tr -d '\r' <"$state/console.log"; }
+fail() { echo "FAIL: $*"; echo "--- guest console"; console | grep -a HOSTTEST; echo "--- target log"; tail -30 "$state/target.log"; exit 1; }
+control() { python3 - "$state/control" "$1" <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall((sys.argv[2] + "\n").encode())
+print(s.recv(4096).decode().strip())
+PY
+}
+wait_for() { # REGEX TIMEOUT
+  local t=$((SECONDS + $2))
+  while ((SECONDS < t)); do
+    console | grep -aqE "$1" && return 0
+    sleep 0.5
+  done
+  fail "guest did not print /$1/ within $2 s"
+}
+
+"$build/toolkit/target/mpnvme-target" --listen "127.0.0.1:$p1,127.0.0.1:$p2" --subnqn "$nqn" --ns ram:64m \
+  --control "$state/control" --log-level info >"$state/target.log" 2>&1 &
+tpid=$!
+for _ in $(seq 50); do grep -q ready "$state/target.log" && break; sleep 0.1; done
+MPNVME_LAB_APPEND="mp.p1=$p1 mp.p2=$p2 mp.nqn=$nqn" "$here/lab.sh" start "$state" "$here/host-interop.setup.sh" || fail "guest did not boot"
+
+wait_for 'HOSTTEST (connected|connect-failed)' 120
+line=$(grep -a 'HOSTTEST connected' <(console)) || fail "the kernel host could not connect"
+echo "$line"
+grep -a 'HOSTTEST path' <(console)
+[[ $line == *"controllers=2"* ]] || fail "expected one subsystem with two controllers"
+[[ $line == *"model=mpnvme-target"* ]] || fail "subsystem model not read from Identify"
+
+expected=$(yes mpnvme0 | head -c 16777216 | md5sum | cut -d' ' -f1)
+wait_for 'HOSTTEST md5' 120
+got=$(grep -a 'HOSTTEST md5' <(console) | awk '{print $3}')
+[[ $got == "$expected" ]] || fail "read-back md5 $got, written $expected"
+echo "ok: 16 MiB written and read back by the kernel host, md5 $got"
+
+wait_for 'HOSTTEST readloop start' 60
+sleep 2
+echo "cutting path 1: $(control 'port 1 down')"
+sleep 5
+echo "$(control 'stats')"
+echo "restoring path 1: $(control 'port 1 up')"
+wait_for 'HOSTTEST readloop done' 180
+grep -a 'HOSTTEST read ' <(console) | awk '{print $3, $5}' | tr '\n' ' '; echo
+bad=$(grep -a 'HOSTTEST read ' <(console) | awk -v e="$expected" '$5 != e' | wc -l)
+reads=$(grep -ac 'HOSTTEST read ' <(console))
+grep -aq 'HOSTTEST readloop done errors=0' <(console) || fail "reads failed during the path cut"
+((bad == 0 && reads == 12)) || fail "$bad of $reads reads returned wrong data during the path cut"
+grep -q 'port 1 disabled' "$state/target.log" || fail "the cut did not happen"
+grep -q 'connection .* closed (port disabled)' "$state/target.log" || fail "no connection was cut"
+echo "ok: 12 reads verified while path 1 was cut and restored"
+grep -a 'HOSTTEST after' <(console)
+
+wait_for 'HOSTTEST (disconnected|disconnect-incomplete)' 60
+grep -aq 'HOSTTEST disconnected' <(console) || fail "controllers left behind after delete_controller"
+sleep 1
+removed=$(grep -c 'controller .* removed' "$state/target.log")
+echo "ok: disconnected; target removed $removed controller association(s)"
+kill -INT "$tpid"; wait "$tpid"; rc=$?; tpid=
+((rc == 0)) || fail "target exited $rc"
+grep -qE 'ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:' "$state/target.log" && fail "sanitizer report in the target"
+echo PASS
