@@ -24,7 +24,6 @@ scenario() {
   echo round-robin > /sys/class/nvme-subsystem/$sub/iopolicy
   say "connected subsys=$sub controllers=$n iopolicy=$(cat /sys/class/nvme-subsystem/$sub/iopolicy) model=$(cat /sys/class/nvme-subsystem/$sub/model | tr -d ' ')"
   for c in $(ctrls); do say "path $(basename $c) $(cat $c/address) state=$(cat $c/state) ana=$(cat /sys/class/nvme/$(basename $c)/nvme*c*n1/ana_state 2>/dev/null)"; done
-  say "sysfs $(ls /sys/class/nvme/nvme0 | tr '\n' ' ')"
   dev=/dev/$(ls /sys/class/nvme-subsystem/$sub | grep -m1 '^nvme[0-9]*n1$')
   yes mpnvme0 | head -c 16777216 | dd of=$dev bs=1M oflag=direct 2>/dev/null || say "write-failed"
   say "md5 $(dd if=$dev bs=1M count=16 iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1)"
@@ -39,6 +38,12 @@ scenario() {
   done
   say "readloop done errors=$errors"
   for c in $(ctrls); do say "after path $(basename $c) state=$(cat $c/state)"; done
+  # The machine makes port 2 inaccessible now; the AEN makes the host re-read
+  # the ANA log, and I/O must keep working on the optimized path.
+  say "ana-check start"
+  sleep 5
+  for c in $(ctrls); do say "ana $(cat $c/address | cut -d, -f2) $(cat /sys/class/nvme/$(basename $c)/nvme*c*n1/ana_state)"; done
+  say "ana-read md5 $(dd if=$dev bs=1M count=16 iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1)"
   for c in $(ctrls); do echo 1 > /sys/class/nvme/$(basename $c)/delete_controller; done
   sleep 1
   if ls /sys/class/nvme-subsystem/ | grep -q nvme-subsys; then say "disconnect-incomplete"; else say "disconnected"; fi

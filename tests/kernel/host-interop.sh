@@ -13,6 +13,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 p1=$(free_port) p2=$(free_port)
 cleanup() {
   "$here/lab.sh" stop "$state"
+  [[ -n ${MPNVME_KEEP_CONSOLE:-} ]] && cp "$state/console.log" "$MPNVME_KEEP_CONSOLE"
   [[ -n ${tpid:-} ]] && kill "$tpid" 2>/dev/null && wait "$tpid" 2>/dev/null
   rm -rf "$state"
 }
@@ -47,6 +48,7 @@ echo "$line"
 grep -a 'HOSTTEST path' <(console)
 [[ $line == *"controllers=2"* ]] || fail "expected one subsystem with two controllers"
 [[ $line == *"model=mpnvme-target"* ]] || fail "subsystem model not read from Identify"
+[[ $(console | grep -ac 'HOSTTEST path .*ana=optimized') == 2 ]] || fail "both paths should report ANA state optimized"
 
 expected=$(yes mpnvme0 | head -c 16777216 | md5sum | cut -d' ' -f1)
 wait_for 'HOSTTEST md5' 120
@@ -70,6 +72,15 @@ grep -q 'port 1 disabled' "$state/target.log" || fail "the cut did not happen"
 grep -q 'connection .* closed (port disabled)' "$state/target.log" || fail "no connection was cut"
 echo "ok: 12 reads verified while path 1 was cut and restored"
 grep -a 'HOSTTEST after' <(console)
+
+wait_for 'HOSTTEST ana-check start' 60
+echo "port 2 ANA group 1 -> inaccessible: $(control 'ana 2 1 inaccessible')"
+wait_for 'HOSTTEST ana-read' 60
+console | grep -a 'HOSTTEST ana '
+console | grep -aq "HOSTTEST ana trsvcid=$p2 inaccessible" || fail "the kernel host did not see port 2 become inaccessible"
+console | grep -aq "HOSTTEST ana trsvcid=$p1 optimized" || fail "port 1 should stay optimized"
+[[ $(console | grep -a 'HOSTTEST ana-read' | awk '{print $4}') == "$expected" ]] || fail "read after the ANA change returned wrong data"
+echo "ok: ANA change delivered by AEN; I/O continues on the optimized path"
 
 wait_for 'HOSTTEST (disconnected|disconnect-incomplete)' 60
 grep -aq 'HOSTTEST disconnected' <(console) || fail "controllers left behind after delete_controller"

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <fmt/format.h>
 
+#include <nvme/types.h>
+
 #include "connection.hpp"
 #include "log.hpp"
 #include "wire.hpp"
@@ -28,6 +30,7 @@ constexpr uint16_t kAnaPersistentLoss = make_status(3, 0x01);
 constexpr uint16_t kAnaTransition = make_status(3, 0x03);
 constexpr uint32_t kVersion = 0x10300; // NVMe 1.3, as nvmet reports
 constexpr unsigned kAerLimitCount = 4;
+constexpr uint32_t kMaxAnaGroups = 128;
 const uint8_t kZeroPage[4096] = {};
 
 // Data transfer direction from the opcode (bits 1:0): 01 host to controller.
@@ -222,50 +225,46 @@ void Connection::identify(Cmd &c, uint16_t slot) {
   const TargetConfig &cfg = reg_.config();
   switch (cns) {
   case kCnsController: {
-    put16(b, 0, 0x1d1d);  // PCI vendor id field: unassigned for fabrics
-    put16(b, 2, 0x1d1d);
-    put_str(b + 4, 20, sub.cfg.serial);
-    put_str(b + 24, 40, sub.cfg.model);
-    put_str(b + 64, 8, "0.1.0");
-    b[72] = 6;                               // RAB
-    b[76] = sub.discovery ? 0 : 0x0b;        // CMIC: multi-port, multi-controller, ANA reporting
-    b[77] = cfg.mdts;
-    put16(b, 78, ctrl_->cntlid);
-    put32(b, 80, kVersion);
-    put32(b, 92, sub.discovery ? 1u << 31 : 1u << 11); // OAES: discovery log / ANA change notices
-    put32(b, 96, 1);                         // CTRATT: 128-bit host identifier
-    b[111] = sub.discovery ? 2 : 1;          // CNTRLTYPE: discovery / I/O controller
-    put16(b, 256, 0);                        // OACS
-    b[258] = 3;                              // ACL
-    b[259] = kAerLimitCount - 1;             // AERL
-    b[260] = 0x3;                            // FRMW: slot 1 read only
-    b[261] = 0x6;                            // LPA: command effects, extended data
-    b[262] = 0;                              // ELPE (0's based)
-    put16(b, 320, 10);                       // KAS: 1 s granularity
+    // Field layout from libnvme's struct nvme_id_ctrl (little-endian host).
+    auto *id = reinterpret_cast<nvme_id_ctrl *>(b);
+    id->vid = id->ssvid = 0x1d1d; // PCI vendor id fields: unassigned for fabrics
+    put_str(reinterpret_cast<uint8_t *>(id->sn), sizeof id->sn, sub.cfg.serial);
+    put_str(reinterpret_cast<uint8_t *>(id->mn), sizeof id->mn, sub.cfg.model);
+    put_str(reinterpret_cast<uint8_t *>(id->fr), sizeof id->fr, "0.1.0");
+    id->rab = 6;
+    id->cmic = sub.discovery ? 0 : 0x0b; // multi-port, multi-controller, ANA reporting
+    id->mdts = cfg.mdts;
+    id->cntlid = ctrl_->cntlid;
+    id->ver = kVersion;
+    id->oaes = sub.discovery ? 1u << 31 : 1u << 11; // discovery log / ANA change notices
+    id->ctratt = 1;                                 // 128-bit host identifier
+    id->cntrltype = sub.discovery ? 2 : 1;          // discovery / I/O controller
+    id->acl = 3;
+    id->aerl = kAerLimitCount - 1;
+    id->frmw = 0x3; // one slot, read only
+    id->lpa = 0x6;  // command effects log, extended data for Get Log Page
+    id->kas = 10;   // keep alive granularity 1 s
     if (!sub.discovery) {
-      b[343] = 10;                           // ANATT seconds
-      b[344] = 0x5f;                         // ANACAP: all states reported, ANAGRPID does not change
-      put32(b, 345, 128);                    // ANAGRPMAX
-      put32(b, 349, 128);                    // NANAGRPID
+      id->anatt = 10;
+      id->anacap = 0x5f; // all states reported, ANAGRPID does not change
+      id->anagrpmax = id->nanagrpid = kMaxAnaGroups;
     }
-    b[512] = 0x66;                           // SQES
-    b[513] = 0x44;                           // CQES
-    put16(b, 514, static_cast<uint16_t>(cfg.queue_entries));
+    id->sqes = 0x66;
+    id->cqes = 0x44;
+    id->maxcmd = static_cast<uint16_t>(cfg.queue_entries);
     uint32_t nn = 0;
-    for (auto &[id, ns] : sub.namespaces) nn = std::max(nn, id);
-    put32(b, 516, sub.discovery ? 0 : std::max(nn, 1u));
-    put16(b, 520, sub.discovery ? 0 : (kOncsDsm | kOncsWriteZeroes)); // ONCS
-    b[525] = sub.discovery ? 0 : 1;          // VWC present: Flush matters for files
-    put32(b, 536, 1u | (1u << 20));          // SGLS: supported, address as offset
-    put32(b, 540, sub.discovery ? 0 : std::max(nn, 1u)); // MNAN
-    std::memcpy(b + 768, sub.cfg.nqn.data(), std::min<size_t>(sub.cfg.nqn.size(), 255));
-    const uint32_t inline_bytes = port_.cfg.inline_data_size;
-    put32(b, 1792, (64 + inline_bytes) / 16); // IOCCSZ
-    put32(b, 1796, 1);                       // IORCSZ
-    put16(b, 1800, 0);                       // ICDOFF
-    b[1802] = 0;                             // FCATT: dynamic controller model
-    b[1803] = 1;                             // MSDBD
-    put16(b, 2048, 0x9c4);                   // PSD0: max power 25 W (centiwatts)
+    for (auto &[nsid, ns] : sub.namespaces) nn = std::max(nn, nsid);
+    id->nn = id->mnan = sub.discovery ? 0 : std::max(nn, 1u);
+    id->oncs = sub.discovery ? 0 : (kOncsDsm | kOncsWriteZeroes);
+    id->vwc = sub.discovery ? 0 : 1; // Flush matters for file namespaces
+    id->sgls = 1u | (1u << 20);      // SGLs supported, address used as offset
+    std::memcpy(id->subnqn, sub.cfg.nqn.data(), std::min<size_t>(sub.cfg.nqn.size(), sizeof id->subnqn - 1));
+    id->ioccsz = (64 + port_.cfg.inline_data_size) / 16;
+    id->iorcsz = 1;
+    id->icdoff = 0;
+    id->fcatt = 0; // dynamic controller model
+    id->msdbd = 1;
+    id->psd[0].mp = 0x9c4; // 25 W
     return return_data(c, slot, kIdentifyLen);
   }
   case kCnsNamespace: {
@@ -276,18 +275,15 @@ void Connection::identify(Cmd &c, uint16_t slot) {
       return return_data(c, slot, kIdentifyLen); // inactive: all zeroes
     }
     const Namespace &ns = it->second;
-    const uint64_t blocks = ns.backend->blocks();
-    put64(b, 0, blocks);
-    put64(b, 8, blocks);
-    put64(b, 16, blocks);
-    b[24] = 0;                               // NSFEAT
-    b[25] = 0;                               // NLBAF (0's based)
-    b[26] = 0;                               // FLBAS: format 0
-    b[30] = 1;                               // NMIC: may be shared
-    b[33] = ns.backend->kind() == Backing::File ? 0 : 0x9; // DLFEAT: reads zeroes after deallocate
-    put32(b, 92, ns.cfg.anagrpid);
-    std::memcpy(b + 104, ns.cfg.nguid.data(), 16);
-    b[128 + 2] = ns.cfg.lba == 4096 ? 12 : 9; // LBAF0.LBADS
+    auto *id = reinterpret_cast<nvme_id_ns *>(b);
+    id->nsze = id->ncap = id->nuse = ns.backend->blocks();
+    id->nlbaf = 0; // one format (0's based)
+    id->flbas = 0;
+    id->nmic = 1;  // may be shared by controllers
+    id->dlfeat = ns.backend->kind() == Backing::File ? 0 : 0x9; // deallocated blocks read as zeroes
+    id->anagrpid = ns.cfg.anagrpid;
+    std::memcpy(id->nguid, ns.cfg.nguid.data(), sizeof id->nguid);
+    id->lbaf[0].ds = ns.cfg.lba == 4096 ? 12 : 9;
     return return_data(c, slot, kIdentifyLen);
   }
   case kCnsActiveNsList: {
