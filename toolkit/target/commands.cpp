@@ -22,7 +22,6 @@ namespace {
 constexpr uint16_t kSeqError = make_status(0, 0x0c);             // Command Sequence Error
 constexpr uint16_t kInvalidNs = make_status(0, 0x0b, true);      // Invalid Namespace or Format
 constexpr uint16_t kSglLengthInvalid = make_status(0, 0x0f, true);
-constexpr uint16_t kInvalidQueueId = make_status(1, 0x01, true); // Invalid Queue Identifier
 constexpr uint16_t kAerLimit = make_status(1, 0x05);             // Asynchronous Event Request Limit Exceeded
 constexpr uint16_t kCtrlBusy = make_status(1, 0x81);             // Connect Controller Busy
 constexpr uint16_t kAnaInaccessible = make_status(3, 0x02);
@@ -31,7 +30,6 @@ constexpr uint16_t kAnaTransition = make_status(3, 0x03);
 constexpr uint32_t kVersion = 0x10300; // NVMe 1.3, as nvmet reports
 constexpr unsigned kAerLimitCount = 4;
 constexpr uint32_t kMaxAnaGroups = 128;
-const uint8_t kZeroPage[4096] = {};
 
 // Data transfer direction from the opcode (bits 1:0): 01 host to controller.
 bool host_to_ctrl(const Sqe &s) {
