@@ -1,7 +1,9 @@
 // libFuzzer target: bytes from a hostile host into one mpnvme-target
-// connection. The first input byte picks the starting point: a raw socket,
-// or an I/O queue already connected to a live controller, so that capsules,
-// in-capsule data, R2T/H2CData and digests are all reachable. Whatever the
+// connection. The first input byte picks the starting point: bit 0 clear, a
+// raw socket; bit 0 set, an I/O queue already connected to a live controller
+// (bit 1: with header and data digests negotiated), so that capsules,
+// in-capsule data, R2T/H2CData and digests are all reachable. Seeds with
+// valid sessions come from seeds.py. Whatever the
 // input, the connection must neither crash nor grow without bound.
 #include <cstring>
 #include <memory>
@@ -75,9 +77,11 @@ std::vector<uint8_t> capsule(const nvme::Sqe &sqe, const uint8_t *data, uint32_t
   return p;
 }
 
-std::vector<uint8_t> icreq() {
+std::vector<uint8_t> icreq(bool digests = false) {
   std::vector<uint8_t> b(pdu::kIcLen);
-  pdu::encode_icreq(b.data(), pdu::IcReq{});
+  pdu::IcReq r;
+  r.digests = {digests, digests};
+  pdu::encode_icreq(b.data(), r);
   return b;
 }
 
@@ -114,9 +118,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     feed(admin, s.data(), s.size(), s.size());
     Connection ioq(reg, io, -1, port, "fuzz-io");
-    std::vector<uint8_t> q = icreq(), qc = connect_pdu(1, 1);
-    q.insert(q.end(), qc.begin(), qc.end());
+    const bool digests = mode & 2;
+    std::vector<uint8_t> q = icreq(digests);
     feed(ioq, q.data(), q.size(), q.size());
+    if (!digests) { // with digests the input carries its own Connect
+      std::vector<uint8_t> qc = connect_pdu(1, 1);
+      feed(ioq, qc.data(), qc.size(), qc.size());
+    }
     feed(ioq, data, size, chunk);
     ioq.poll(std::chrono::steady_clock::now());
   } else {

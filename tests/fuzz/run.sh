@@ -8,9 +8,7 @@ cmake -S "$src" -B "$out" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ 
   -DMPNVME_FUZZ=ON >/dev/null
 cmake --build "$out" --target fuzz_target_pdus -j"$(nproc)" >/dev/null
 mkdir -p "$out/corpus"
-# Seeds: the canned session prefix alone (mode 1) and a raw ICReq (mode 0).
-printf '\x01\xff' >"$out/corpus/io-empty"
-{ printf '\x00\xff'; printf '\x00\x00\x80\x00\x80\x00\x00\x00'; head -c 120 /dev/zero; } >"$out/corpus/raw-icreq"
+python3 "$(dirname "$0")/seeds.py" "$out/corpus"
 rm -f "$out"/crash-* "$out"/leak-* "$out"/timeout-* "$out"/oom-*
 rc=0
 "$out/tests/fuzz/fuzz_target_pdus" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -print_final_stats=1 \

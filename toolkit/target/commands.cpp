@@ -312,6 +312,10 @@ void Connection::get_log_page(Cmd &c, uint16_t slot) {
   const uint8_t lid = cdw10 & 0xff, lsp = (cdw10 >> 8) & 0xf;
   const uint64_t len = ((static_cast<uint64_t>(cdw11 & 0xffff) << 16 | (cdw10 >> 16)) + 1) * 4;
   const uint64_t off = static_cast<uint64_t>(c.sqe.cdw(13)) << 32 | c.sqe.cdw(12);
+  // NUMD comes from the host: the transfer must fit the data buffer the host
+  // described and our MDTS, or a hostile host could make us allocate 16 GiB.
+  if (len != c.sqe.sgl_len()) return complete(slot, kSglLengthInvalid);
+  if (len > (4096ull << reg_.config().mdts)) return complete(slot, kStatusInvalidField);
   const Subsystem &sub = ctrl_->subsys;
   std::vector<uint8_t> page;
   switch (lid) {
