@@ -153,6 +153,7 @@ static const char *generic_sc(uint8_t sc) {
   case 0x11: return "SGL Descriptor Type Invalid";
   case 0x16: return "Invalid Use of Controller Memory Buffer";
   case 0x1c: return "Keep Alive Timer Expired";
+  case 0x22: return "Transient Transport Error";
   case 0x80: return "LBA Out of Range";
   case 0x81: return "Capacity Exceeded";
   case 0x82: return "Namespace Not Ready";

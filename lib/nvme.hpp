@@ -117,6 +117,7 @@ constexpr uint16_t kStatusInvalidOpcode = make_status(0, 0x01, true);
 constexpr uint16_t kStatusInvalidField = make_status(0, 0x02, true);
 constexpr uint16_t kStatusDataXferError = make_status(0, 0x04);
 constexpr uint16_t kStatusInternal = make_status(0, 0x06);
+constexpr uint16_t kStatusTransientTransport = make_status(0, 0x22);
 constexpr uint16_t kStatusLbaOutOfRange = make_status(0, 0x80, true);
 constexpr uint16_t kStatusConnectInvalidParam = make_status(1, 0x82, true);
 constexpr uint16_t kStatusConnectInvalidHost = make_status(1, 0x84, true);

@@ -241,9 +241,15 @@ void Connection::process() {
       const uint32_t got = wire::get32(rx_.data(), rx_pos_);
       rx_pos_ += 4;
       if (got != crc32c_final(data_crc_)) {
-        // As nvmet: a data digest error ends the connection.
-        protocol_error(pdu::Fes::HeaderDigestError, "data digest mismatch", cur_hdr_, cur_.hlen, 0);
-        return;
+        // The command fails with Transient Transport Error and its data is
+        // never used; the connection itself stays up (NVMe/TCP 1.0, 3.6.3).
+        stats_.errors++;
+        port_counters_.errors++;
+        log().warn("{} qid {}: data digest mismatch for cid {:#x}: command failed", label_, qid_, cmds_[cur_slot_].cid);
+        rx_state_ = Rx::Header;
+        if (cur_last_) complete(cur_slot_, nvme::kStatusTransientTransport);
+        else digest_failed_ = true;
+        break;
       }
       data_complete();
       break;
@@ -345,6 +351,10 @@ void Connection::data_complete() {
   Cmd &cmd = cmds_[cur_slot_];
   cmd.received += cur_datal_;
   if (!cur_last_) return;
+  if (digest_failed_) { // an earlier H2CData of this transfer was corrupt
+    digest_failed_ = false;
+    return complete(cur_slot_, nvme::kStatusTransientTransport);
+  }
   if (cmd.state == Cmd::State::WaitData) {
     cmd.state = Cmd::State::Exec;
     execute(cur_slot_);

@@ -164,6 +164,7 @@ private:
   uint32_t data_left_ = 0, pad_left_ = 0, cur_datal_ = 0;
   uint32_t data_crc_ = 0;
   bool cur_last_ = false;
+  bool digest_failed_ = false; // a data digest of the current transfer failed
 };
 
 } // namespace mpnvme::target
