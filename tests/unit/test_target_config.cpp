@@ -1,0 +1,209 @@
+// mpnvme-target configuration: namespace specs, nvmetcli-style JSON, fio job
+// files, and every refusal with the offending field in the message.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <unistd.h>
+
+#include "cmocka_cxx.hpp"
+#include "config.hpp"
+#include "jobfile.hpp"
+
+using namespace mpnvme;
+using namespace mpnvme::target;
+
+namespace {
+std::string write_temp(const std::string &text, const char *suffix) {
+  std::string path = std::string("/tmp/mpnvme-cfg-XXXXXX") + suffix;
+  int fd = mkstemps(path.data(), static_cast<int>(strlen(suffix)));
+  assert_true(fd >= 0);
+  assert_int_equal(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  return path;
+}
+
+template <typename E, typename F> void expect_refused(F &&f, const char *needle) {
+  try {
+    f();
+  } catch (const E &e) {
+    if (!strstr(e.what(), needle)) fail_msg("message '%s' lacks '%s'", e.what(), needle);
+    return;
+  }
+  fail_msg("accepted although '%s' was expected", needle);
+}
+} // namespace
+
+static void namespace_specs(void **) {
+  NamespaceConfig n = parse_namespace_spec("ram:1g", 1, "--ns");
+  assert_true(n.backing == Backing::Ram);
+  assert_int_equal(n.size, 1ull << 30);
+  assert_int_equal(n.lba, 512);
+  n = parse_namespace_spec("null:64m,lba=4096,nsid=7", 1, "--ns");
+  assert_true(n.backing == Backing::Null);
+  assert_int_equal(n.lba, 4096);
+  assert_int_equal(n.nsid, 7);
+  n = parse_namespace_spec("/dev/loop0", 3, "--ns");
+  assert_true(n.backing == Backing::File);
+  assert_string_equal(n.path.c_str(), "/dev/loop0");
+  assert_int_equal(n.nsid, 3);
+  n = parse_namespace_spec("file:/var/tmp/x.img", 1, "--ns");
+  assert_string_equal(n.path.c_str(), "/var/tmp/x.img");
+  assert_int_equal(parse_size("4k", "size"), 4096);
+  assert_int_equal(parse_size("2GiB", "size"), 2ull << 30);
+  assert_int_equal(parse_size("512", "size"), 512);
+}
+
+static void namespace_specs_refused(void **) {
+  using E = std::invalid_argument;
+  expect_refused<E>([] { parse_namespace_spec("disk:1g", 1, "--ns"); }, "--ns 'disk:1g': unknown backing");
+  expect_refused<E>([] { parse_namespace_spec("ram:0", 1, "--ns"); }, "size must be above 0");
+  expect_refused<E>([] { parse_namespace_spec("ram:1x", 1, "--ns"); }, "not a size");
+  expect_refused<E>([] { parse_namespace_spec("ram:1g,lba=1024", 1, "--ns"); }, "lba must be 512 or 4096");
+  expect_refused<E>([] { parse_namespace_spec("ram:1g,nsid=0", 1, "--ns"); }, "nsid must be a number");
+  expect_refused<E>([] { parse_namespace_spec("ram:1g,color=red", 1, "--ns"); }, "unknown attribute 'color=red'");
+  expect_refused<E>([] { parse_namespace_spec("ram:6k,lba=4096", 1, "--ns"); }, "not a multiple of the LBA size");
+  expect_refused<E>([] { parse_namespace_spec("file:", 1, "--ns"); }, "empty path");
+}
+
+static void nvmetcli_json(void **) {
+  const std::string path = write_temp(R"({
+    "hosts": [{"nqn": "nqn.2014-08.org.nvmexpress:uuid:h1"}],
+    "subsystems": [{
+      "nqn": "nqn.2026-11.io.mpnvme:json", "attr": {"allow_any_host": "0", "serial": "abc", "model": "m"},
+      "allowed_hosts": ["nqn.2014-08.org.nvmexpress:uuid:h1"],
+      "namespaces": [{"nsid": 2, "enable": 1, "ana_grpid": 3,
+                      "device": {"path": "ram:8m", "uuid": "0f6f4a94-8f2a-4b57-9f38-4d8c2b1e2a10"}}]}],
+    "ports": [{"portid": 5, "addr": {"trtype": "tcp", "adrfam": "ipv6", "traddr": "::1", "trsvcid": "4421"},
+               "param": {"inline_data_size": "8192", "so_priority": "3"},
+               "ana_groups": [{"grpid": 3, "ana": {"state": "non-optimized"}}],
+               "subsystems": ["nqn.2026-11.io.mpnvme:json"]}]})",
+                                      ".json");
+  TargetConfig c = load_json_config(path);
+  unlink(path.c_str());
+  finalize(c);
+  assert_int_equal(c.subsystems.size(), 1);
+  const SubsystemConfig &s = c.subsystems[0];
+  assert_false(s.allow_any_host);
+  assert_string_equal(s.allowed_hosts[0].c_str(), "nqn.2014-08.org.nvmexpress:uuid:h1");
+  assert_string_equal(s.serial.c_str(), "abc");
+  assert_int_equal(s.namespaces[0].nsid, 2);
+  assert_int_equal(s.namespaces[0].anagrpid, 3);
+  assert_int_equal(s.namespaces[0].uuid[0], 0x0f);
+  const PortConfig &p = c.ports[0];
+  assert_int_equal(p.id, 5);
+  assert_true(p.addr.ipv6);
+  assert_string_equal(p.addr.service.c_str(), "4421");
+  assert_true(p.transport == Transport::Tcp);
+  assert_int_equal(p.inline_data_size, 8192);
+  assert_int_equal(*p.sk_priority, 3);
+  assert_true(p.ana_state(3) == AnaState::NonOptimized);
+  assert_true(p.ana_state(1) == AnaState::Optimized);
+}
+
+static void nvmetcli_json_refused(void **) {
+  using E = std::runtime_error;
+  struct Case {
+    const char *json, *needle;
+  } cases[] = {
+      {"{", "not JSON"},
+      {R"({"subsystems":[{"attr":{}}]})", "subsystems[0].nqn: required"},
+      {R"({"subsystems":[{"nqn":"n","namespaces":[{"device":{}}]}]})", "namespaces[0].device.path: required"},
+      {R"({"subsystems":[{"nqn":"n","namespaces":[{"device":{"path":"ram:1m","uuid":"x"}}]}]})", "device.uuid: 'x' is not a UUID"},
+      {R"({"ports":[{"addr":{"trtype":"rdma","traddr":"1.2.3.4"}}]})", "ports[0].addr.trtype: 'rdma'"},
+      {R"({"ports":[{"addr":{"adrfam":"ib","traddr":"1.2.3.4"}}]})", "ports[0].addr.adrfam: 'ib'"},
+      {R"({"ports":[{"addr":{"traddr":"1.2.3.4","trsvcid":"99999"}}]})", "trsvcid: '99999' is not a port"},
+      {R"({"ports":[{"addr":{"traddr":"1.2.3.4"},"param":{"tos":"300"}}]})", "param.tos: '300'"},
+      {R"({"ports":[{"addr":{"traddr":"1.2.3.4"},"ana_groups":[{"grpid":2,"ana":{"state":"sleepy"}}]}]})", "ana.state: 'sleepy'"},
+  };
+  for (const Case &k : cases) {
+    const std::string path = write_temp(k.json, ".json");
+    try {
+      load_json_config(path);
+      unlink(path.c_str());
+      fail_msg("accepted %s", k.json);
+    } catch (const std::exception &e) {
+      unlink(path.c_str());
+      if (!strstr(e.what(), k.needle)) fail_msg("message '%s' lacks '%s'", e.what(), k.needle);
+    }
+  }
+  (void)sizeof(E);
+}
+
+static void finalize_refusals(void **) {
+  using E = std::invalid_argument;
+  TargetConfig c;
+  expect_refused<E>([&] { finalize(c); }, "no subsystem configured");
+  c.subsystems.push_back({"nqn.a", true, {}, "", "m", {}});
+  expect_refused<E>([&] { finalize(c); }, "no port configured");
+  PortConfig p;
+  p.addr = {"127.0.0.1", "4420", false};
+  p.subsystems = {"nqn.b"};
+  c.ports.push_back(p);
+  expect_refused<E>([&] { finalize(c); }, "port 1 serves unknown subsystem nqn.b");
+  c.ports[0].subsystems.clear();
+  c.subsystems.push_back({"nqn.a", true, {}, "", "m", {}});
+  expect_refused<E>([&] { finalize(c); }, "subsystem nqn.a configured twice");
+  c.subsystems.pop_back();
+  c.subsystems[0].namespaces = {parse_namespace_spec("ram:1m", 1, "x"), parse_namespace_spec("ram:1m", 1, "x")};
+  expect_refused<E>([&] { finalize(c); }, "nsid 1 configured twice");
+  c.subsystems[0].namespaces.pop_back();
+  finalize(c);
+  // Identifiers are stable and distinct per namespace.
+  const std::array<uint8_t, 16> zero{};
+  assert_false(c.subsystems[0].namespaces[0].nguid == zero);
+  assert_int_equal(c.subsystems[0].namespaces[0].uuid[6] >> 4, 4);
+}
+
+static void from_jobfile(void **) {
+  setenv("MPNVME_TEST_PORT", "4433", 1);
+  const std::string path = write_temp(R"(; comment
+[global]
+traddr=10.1.1.1,10.1.2.1:4434,[fd00::1]:4435
+trsvcid=${MPNVME_TEST_PORT}
+subnqn=nqn.2026-11.io.mpnvme:job
+size=64m
+
+[a]
+nsid=1
+numjobs=2
+offset_increment=64m
+
+[b]
+nsid=2
+size=1g
+transport=tcp
+)",
+                                      ".fio");
+  TargetConfig c = config_from_jobfile(path);
+  unlink(path.c_str());
+  finalize(c);
+  assert_int_equal(c.subsystems.size(), 1);
+  assert_int_equal(c.subsystems[0].namespaces.size(), 2);
+  assert_int_equal(c.subsystems[0].namespaces[0].size, 128ull << 20); // two jobs of 64m side by side
+  assert_int_equal(c.subsystems[0].namespaces[1].size, 1ull << 30);
+  assert_int_equal(c.ports.size(), 3);
+  assert_string_equal(c.ports[0].addr.service.c_str(), "4433");
+  assert_string_equal(c.ports[1].addr.service.c_str(), "4434");
+  assert_true(c.ports[2].addr.ipv6);
+
+  const std::string bad = write_temp("[x]\ntraddr=1.2.3.4\nsize=1m\n", ".fio");
+  expect_refused<std::runtime_error>([&] { config_from_jobfile(bad); }, "[x]: subnqn= is not set");
+  unlink(bad.c_str());
+  const std::string env = write_temp("[x]\ntraddr=${MPNVME_NOT_SET_ANYWHERE}\n", ".fio");
+  expect_refused<std::runtime_error>([&] { read_jobfile(env); }, ":2: environment variable MPNVME_NOT_SET_ANYWHERE is not set");
+  unlink(env.c_str());
+  const std::string nosize = write_temp("[x]\ntraddr=1.2.3.4\nsubnqn=n\n", ".fio");
+  expect_refused<std::runtime_error>([&] { config_from_jobfile(nosize); }, "size= is needed");
+  unlink(nosize.c_str());
+}
+
+int main() {
+  const CMUnitTest tests[] = {
+      cmocka_unit_test(namespace_specs), cmocka_unit_test(namespace_specs_refused), cmocka_unit_test(nvmetcli_json),
+      cmocka_unit_test(nvmetcli_json_refused), cmocka_unit_test(finalize_refusals), cmocka_unit_test(from_jobfile),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
