@@ -1,0 +1,50 @@
+#!/bin/bash
+# mpnvme-target's namespace backends through the engine (file with O_DIRECT
+# on io_uring, null, RAM with 4 KiB blocks), a target serving a job file that
+# fio then runs unchanged, and the target's refusals of bad options.
+source "$(dirname "$0")/lib.sh"
+lab_up --paths 2
+truncate -s 256m "$work/ns.img"
+start_target --listen 10.1.1.1,10.1.2.1 --subnqn "$NQN" --ns "file:$work/ns.img" --ns null:1g,lba=4096 \
+  --ns ram:64m,lba=4096 --log-level warn
+verify=(--verify=crc32c --verify_fatal=1 --do_verify=1)
+run_fio file --traddr=10.1.1.1 --nsid=1 --rw=randrw --bsrange=512-256k --iodepth=32 --size=128m "${verify[@]}" ||
+  fail "file namespace: verify failed"
+run_fio file_fsync_trim --traddr=10.1.1.1 --nsid=1 --rw=randwrite --bs=64k --iodepth=8 --size=32m --fsync=4 ||
+  fail "file namespace: fsync"
+run_fio file_trim --traddr=10.1.1.1 --nsid=1 --rw=trimwrite --bs=64k --iodepth=8 --size=16m || fail "file namespace: trim"
+run_fio file_zeroes --traddr=10.1.1.1 --nsid=1 --rw=trim --trim_mode=write_zeroes --bs=64k --iodepth=8 --size=16m ||
+  fail "file namespace: write zeroes"
+[[ $(stat -c %b "$work/ns.img") -gt 0 ]] && pass "file namespace verified, flushed, trimmed ($(du -h "$work/ns.img" | cut -f1) allocated)"
+run_fio null --traddr=10.1.1.1 --nsid=2 --rw=randrw --bs=4k --iodepth=32 --size=512m --number_ios=20000 || fail "null namespace"
+run_fio ram4k --traddr=10.1.2.1 --nsid=3 --rw=randrw --bs=4k --iodepth=16 --size=64m "${verify[@]}" || fail "ram 4k namespace"
+run_fio ram4k_small_bs --traddr=10.1.1.1 --nsid=3 --rw=read --bs=512 --size=1m && fail "512-byte I/O on a 4 KiB namespace accepted"
+grep -q "not a multiple of the namespace LBA size 4096" "$work/ram4k_small_bs.log" && pass "512-byte blocks refused on a 4 KiB namespace"
+stop_target || fail "target exit status"
+
+# The same job file on both sides.
+export MPNVME_ENGINE=$ENGINE
+"$LAB" -n "$lab" exec target "$TARGET" --job "$root/tests/integration/jobs/served.fio" --log-level warn >"$work/served-target.log" 2>&1 &
+target_pid=$!
+for _ in $(seq 50); do grep -q ready "$work/served-target.log" && break; sleep 0.1; done
+grep -E 'listening|nsid' "$work/served-target.log"
+in_host env MPNVME_ENGINE="$ENGINE" LD_PRELOAD="${MPNVME_PRELOAD:-}" ASAN_OPTIONS="$ASAN_OPTIONS" \
+  fio --output-format=json --output="$work/served.json" "$root/tests/integration/jobs/served.fio" 2>"$work/served.log" ||
+  fail "served.fio through the engine"
+[[ $(json served | jq '[.jobs[].read.io_bytes] | add') -gt 0 ]] && pass "job file served by --job and run unchanged by fio" ||
+  fail "served.fio verified nothing"
+stop_target || fail "target exit status"
+
+# Refusals name the option.
+refuse() { # EXPECTED-TEXT ARGS...
+  local want=$1; shift
+  out=$("$LAB" -n "$lab" exec target "$TARGET" "$@" 2>&1) && { fail "accepted: $*"; return; }
+  grep -q -- "$want" <<<"$out" && pass "refused ($want)" || fail "refusal of '$*' lacks '$want': $out"
+}
+refuse "--ns 'disk:1g': unknown backing" --listen 10.1.1.1 --subnqn "$NQN" --ns disk:1g
+refuse "10.9.9.9:4420: bind: Cannot assign requested address" --listen 10.9.9.9 --subnqn "$NQN" --ns ram:1m
+refuse "--transport: rdma not in" --listen 10.1.1.1 --subnqn "$NQN" --ns ram:1m --transport rdma
+refuse "--ana 9:1:optimized: no port 9" --listen 10.1.1.1 --subnqn "$NQN" --ns ram:1m --ana 9:1:optimized
+refuse "no port configured" --subnqn "$NQN" --ns ram:1m
+refuse "open $work/missing.img (O_DIRECT): No such file" --listen 10.1.1.1 --subnqn "$NQN" --ns "file:$work/missing.img"
+finish
