@@ -15,7 +15,15 @@ Session::Session(EngineOptions opts, const mpnvme_job &job)
   job_.name = job_name_.c_str();
 }
 
-Session::~Session() = default;
+Session::~Session() {
+  // Subflows join after connect: what the connection ended up using is the
+  // number worth reporting.
+  if (opened_ && o_.transport == Transport::Mptcp) {
+    const MptcpState st = ctrl_->mptcp_state();
+    if (st.mptcp)
+      log().info("job {} {} qid {}: MPTCP used {} subflow(s)", job_.name, ctrl_->label(), ctrl_->config().io_qid, st.subflows + 1);
+  }
+}
 
 ControllerConfig Session::controller_config(uint16_t qid) const {
   ControllerConfig c;
@@ -128,6 +136,7 @@ void Session::open() {
   dsm_.resize(std::max(job_.iodepth, 1u));
   ready_.reserve(static_cast<size_t>(ctrl_->io().capacity()) * 2);
   report_transport();
+  opened_ = true;
 }
 
 int Session::queue(const mpnvme_io &io, int &error) {
