@@ -41,9 +41,12 @@ demo: deps build
 
 install: build
 	install -D -m 0755 $(BUILD)/engine/fio-mpnvme.so $(DESTDIR)$(PREFIX)/lib/$(DEB_HOST_MULTIARCH)/mpnvme/fio-mpnvme.so
-	install -d $(DESTDIR)$(PREFIX)/share/mpnvme/jobs $(DESTDIR)$(PREFIX)/share/man/man7
+	install -D -m 0755 $(BUILD)/toolkit/target/mpnvme-target $(DESTDIR)$(PREFIX)/bin/mpnvme-target
+	install -D -m 0755 toolkit/lab/mpnvme-lab $(DESTDIR)$(PREFIX)/bin/mpnvme-lab
+	install -d $(DESTDIR)$(PREFIX)/share/mpnvme/jobs $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/man/man8
 	install -m 0644 jobs/*.fio $(DESTDIR)$(PREFIX)/share/mpnvme/jobs/
 	install -m 0644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
+	install -m 0644 man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 
 format:
 	@git ls-files '*.cpp' '*.hpp' '*.c' '*.h' | xargs clang-format -i

@@ -8,7 +8,9 @@ trap 'rm -rf "$dest"' EXIT
 make -s -C "$src" install PREFIX=/usr DESTDIR="$dest" BUILD="$build" >/dev/null
 arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 engine=$dest/usr/lib/$arch/mpnvme/fio-mpnvme.so
-for f in "$engine" "$dest/usr/share/mpnvme/jobs/demo.fio" "$dest/usr/share/man/man7/fio-mpnvme.7"; do
+for f in "$engine" "$dest/usr/share/mpnvme/jobs/demo.fio" "$dest/usr/share/man/man7/fio-mpnvme.7" \
+  "$dest/usr/bin/mpnvme-target" "$dest/usr/bin/mpnvme-lab" "$dest/usr/share/man/man8/mpnvme-target.8" \
+  "$dest/usr/share/man/man8/mpnvme-lab.8"; do
   [[ -f $f ]] || { echo "FAIL: missing $f"; exit 1; }
 done
 export ASAN_OPTIONS=detect_leaks=0
@@ -19,4 +21,6 @@ help=$(LD_PRELOAD=$preload fio --enghelp="$engine")
 grep -q '^sk_priority' <<<"$help" || { echo "FAIL: fio --enghelp lists no engine options"; exit 1; }
 page=$(man -l "$dest/usr/share/man/man7/fio-mpnvme.7" 2>/dev/null)
 grep -q "PRIORITY PAIRS" <<<"$page" || { echo "FAIL: man page does not render"; exit 1; }
+"$dest/usr/bin/mpnvme-target" --help | grep -q -- '--listen' || { echo "FAIL: mpnvme-target --help"; exit 1; }
+"$dest/usr/bin/mpnvme-lab" --help | grep -q -- 'link PATH down|up' || { echo "FAIL: mpnvme-lab --help"; exit 1; }
 echo PASS
