@@ -1,0 +1,20 @@
+// Setting the native NVMe multipath I/O policy, per subsystem or as the
+// nvme_core default, with the value read back and every kernel refusal
+// explained.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "topology.hpp"
+
+namespace mpnvme::toolkit {
+
+extern const std::vector<std::string> kIoPolicies; // numa, round-robin, queue-depth
+
+// Throw std::runtime_error naming the sysfs file and the reason.
+void set_subsystem_iopolicy(const SubsystemInfo &s, const std::string &policy);
+void set_default_iopolicy(const std::string &policy);
+// Why the kernel could refuse `policy`: "" when it should accept it.
+std::string policy_support_problem(const std::string &policy);
+
+} // namespace mpnvme::toolkit
