@@ -7,6 +7,7 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
+mkdir -p /dev/shm && mount -t tmpfs tmpfs /dev/shm
 for m in $(cat /lib/modules/order); do
   case $m in
     brd.ko) insmod /lib/modules/$m rd_nr=1 rd_size=${LAB_BRD_KB:-262144} ;;

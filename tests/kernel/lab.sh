@@ -9,7 +9,12 @@
 #                                       guest port 4420 is forwarded to a free
 #                                       127.0.0.1 port written to STATEDIR/port
 #   lab.sh stop STATEDIR                power off and clean up
-# Environment: MPNVME_LAB_KERNEL=6.12 (default) or 6.1; MPNVME_LAB_MEM (MiB).
+# Environment: MPNVME_LAB_KERNEL=6.12 (default) or 6.1; MPNVME_LAB_MEM (MiB);
+#   MPNVME_LAB_BINARIES="PATH..."  programs copied in with their libraries
+#   MPNVME_LAB_FILES="PATH..."     files copied to /files/ in the guest
+#   MPNVME_LAB_FWD="PORT..."       more guest ports forwarded; the host side
+#                                  of guest port P is in STATEDIR/port-P
+#   MPNVME_LAB_APPEND="..."        extra kernel command line
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,7 +26,7 @@ case "$series" in
   6.1) meta=linux-image-cloud-amd64 ;;
   *) echo "lab: MPNVME_LAB_KERNEL=$series: accepted 6.12, 6.1" >&2; exit 2 ;;
 esac
-modules=(configfs nvmet nvmet-tcp nvme-tcp nvme-fabrics brd loop virtio_net sch_netem)
+modules=(configfs nvmet nvmet-tcp nvme-tcp nvme-fabrics brd loop virtio_pci virtio_net sch_netem)
 
 die() { echo "lab: $*" >&2; exit 1; }
 
@@ -85,18 +90,28 @@ free_port() {
 start() {
   local state=$1 setup=$2 kd
   kd=$(prepare)
-  mkdir -p "$state/extra"
+  rm -rf "$state/extra"
+  mkdir -p "$state/extra/files"
   cp "$setup" "$state/extra/setup.sh"
-  (cd "$state/extra" && echo setup.sh | busybox cpio -o -H newc 2>/dev/null | gzip -1) > "$state/extra.cpio.gz"
+  local b f
+  for b in ${MPNVME_LAB_BINARIES:-}; do copy_binary "$state/extra" "$b"; done
+  for f in ${MPNVME_LAB_FILES:-}; do cp "$f" "$state/extra/files/"; done
+  (cd "$state/extra" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) > "$state/extra.cpio.gz"
   cat "$kd/base.cpio.gz" "$state/extra.cpio.gz" > "$state/initramfs.gz"
   local port; port=$(free_port)
   echo "$port" > "$state/port"
+  local fwd="hostfwd=tcp:127.0.0.1:$port-:4420" gp hp
+  for gp in ${MPNVME_LAB_FWD:-}; do
+    hp=$(free_port)
+    echo "$hp" > "$state/port-$gp"
+    fwd+=",hostfwd=tcp:127.0.0.1:$hp-:$gp"
+  done
   : > "$state/console.log"
   setsid qemu-system-x86_64 -accel tcg -cpu max -smp 1 -m "${MPNVME_LAB_MEM:-512}" \
     -display none -monitor none -serial "file:$state/console.log" -no-reboot \
     -kernel "$kd/vmlinuz" -initrd "$state/initramfs.gz" \
     -append "console=ttyS0 quiet panic=-1 ${MPNVME_LAB_APPEND:-}" \
-    -netdev "user,id=n0,hostfwd=tcp:127.0.0.1:$port-:4420" \
+    -netdev "user,id=n0,$fwd" \
     -device virtio-net-pci,netdev=n0,romfile= </dev/null >"$state/qemu.log" 2>&1 &
   echo $! > "$state/pid"
   local deadline=$((SECONDS + ${MPNVME_LAB_TIMEOUT:-180}))

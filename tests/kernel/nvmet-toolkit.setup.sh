@@ -1,0 +1,93 @@
+# Guest side of the kernel toolkit test: mpnvme-nvmet and mpnvme-iopolicy
+# against the guest's real nvmet, nvme-tcp, configfs and sysfs. Markers:
+# "TK ok: ...", "TK FAIL: ...", "TK done". mp.go=PORT: the machine's
+# handshake port (10.0.2.2), used while the engine runs against this nvmet.
+for kv in $(cat /proc/cmdline); do case $kv in mp.go=*) GO=${kv#*=} ;; esac; done
+export MPNVME_ENGINE=/unused MPNVME_TRADDR1=10.0.2.15 MPNVME_PORT1=4420 MPNVME_TRADDR2=10.0.2.15 MPNVME_PORT2=4421
+mkdir -p /etc/nvme /run
+echo "nqn.2014-08.org.nvmexpress:uuid:0b3e5b2c-6f7e-4c1a-9d3e-1f2a3b4c5d6e" > /etc/nvme/hostnqn
+echo "0b3e5b2c-6f7e-4c1a-9d3e-1f2a3b4c5d6e" > /etc/nvme/hostid
+JOB=/files/nvmet-two-paths.fio
+NQN=nqn.2026-11.io.mpnvme:nvmet-lab
+# The programs sit at the build path they had on the machine.
+NV=$(find / -xdev -name mpnvme-nvmet -type f 2>/dev/null | head -1)
+IP=$(find / -xdev -name mpnvme-iopolicy -type f 2>/dev/null | head -1)
+export ASAN_OPTIONS=detect_leaks=0
+ok() { echo "TK ok: $*"; }
+bad() { echo "TK FAIL: $*"; }
+expect_fail() { # TEXT CMD...: the command fails and says TEXT
+  want=$1; shift
+  out=$("$@" 2>&1) && { bad "accepted: $* -> $out"; return; }
+  case $out in *"$want"*) ok "refused: $out" ;; *) bad "'$*' failed without '$want': $out" ;; esac
+}
+reads() { # per-path read counts of the subsystem, "nvmeA=N nvmeB=M"
+  $IP show --json | tr -d ' \n' | sed 's/},{/}\n{/g' | sed -n 's/.*"controller":"\(nvme[0-9]*\)".*"reads":\([0-9]*\).*/\1=\2/p' | tr '\n' ' '
+}
+
+tk() {
+  cd /tmp
+  out=$($NV apply --job $JOB 2>&1) && ok "apply: $(echo $out | tr '\n' ' ')" || { bad "apply: $out"; echo "TK done"; return; }
+  out2=$($NV apply --job $JOB 2>&1) && [ "$out" = "$out2" ] && ok "apply is idempotent" || bad "second apply: $out2"
+  n=$(ls /sys/kernel/config/nvmet/ports | wc -l)
+  [ "$n" = 2 ] && ok "2 ports" || bad "$n ports"
+  [ "$(cat /sys/module/nvmet_tcp/parameters/so_priority)" = 3 ] && ok "nvmet_tcp so_priority=3 from the job's sk_priority" || bad "so_priority $(cat /sys/module/nvmet_tcp/parameters/so_priority)"
+  echo "TK engine-ready"
+  nc 10.0.2.2 $GO > /tmp/go 2>/dev/null   # blocks until the machine's engine run is over
+  ok "machine engine run finished: $(cat /tmp/go)"
+
+  out=$($NV connect --job $JOB 2>&1) && ok "connect: $(echo $out | tr '\n' ' ')" || bad "connect: $out"
+  dev=$(echo "$out" | sed -n 's/^device //p')
+  [ "$($IP show | grep -c 'nvme[0-9]* tcp')" = 2 ] && ok "one subsystem, two controllers" || bad "$($IP show)"
+  $IP show | sed 's/^/TK show: /'
+  grep -q round-robin /sys/class/nvme-subsystem/*/iopolicy && ok "connect applied iopolicy=round-robin" || bad "iopolicy $(cat /sys/class/nvme-subsystem/*/iopolicy)"
+  kv=$(uname -r | awk -F. '{print $1 * 100 + $2}')
+  for pol in numa round-robin queue-depth; do
+    if [ $pol = queue-depth ] && [ $kv -lt 611 ]; then # the policy arrived in Linux 6.11
+      expect_fail "the queue-depth policy needs Linux 6.11 or later (this kernel is $(uname -r))" $IP set queue-depth --nqn $NQN
+      expect_fail "needs Linux 6.11" $IP set queue-depth --default
+      continue
+    fi
+    out=$($IP set $pol --nqn $NQN 2>&1) || { bad "set $pol: $out"; continue; }
+    [ "$(cat /sys/class/nvme-subsystem/*/iopolicy)" = $pol ] || bad "read back after set $pol"
+    before=$(reads)
+    dd if=$dev of=/dev/null bs=4k count=4000 iflag=direct 2>/dev/null
+    echo "TK split $pol before $before after $(reads)"
+  done
+  $IP set numa --subsys $(ls /sys/class/nvme-subsystem | head -1) >/dev/null 2>&1 && ok "set --subsys" || bad "set --subsys"
+  $IP set round-robin --all >/dev/null 2>&1 && ok "set --all" || bad "set --all"
+  $IP set round-robin --default >/dev/null && [ "$(cat /sys/module/nvme_core/parameters/iopolicy)" = round-robin ] &&
+    ok "set --default round-robin" || bad "default $(cat /sys/module/nvme_core/parameters/iopolicy)"
+  $IP set numa --default >/dev/null
+  $IP show --json | grep -q '"iopolicy": "round-robin"' && ok "show --json" || bad "show --json"
+  expect_fail "no NVMe subsystem with NQN nqn.nope" $IP set numa --nqn nqn.nope
+  expect_fail "unknown policy 'fastest'" $IP set fastest --all
+  expect_fail "set needs one of" $IP set numa
+
+  # Errors of the kernel target, explained, and rolled back.
+  nc -l -p 4425 </dev/null >/dev/null 2>&1 &
+  ncpid=$!
+  sleep 0.3
+  sed 's/${MPNVME_PORT2}/4425/; s/nvmet-lab/busy-port/' $JOB > /tmp/busy.fio
+  expect_fail "Address already in use" $NV apply --job /tmp/busy.fio
+  kill $ncpid
+  [ ! -e /sys/kernel/config/nvmet/subsystems/nqn.2026-11.io.mpnvme:busy-port ] && ok "failed apply rolled back its subsystem" || bad "busy-port subsystem left behind"
+  [ "$(ls /sys/kernel/config/nvmet/ports | wc -l)" = 2 ] && ok "failed apply rolled back its ports" || bad "ports: $(ls /sys/kernel/config/nvmet/ports)"
+  expect_fail "does not know this transport type" $NV apply --job $JOB --trtype mptcp
+  expect_fail "the port is enabled" $NV apply --job $JOB --inline-data-size 8192
+
+  out=$($NV disconnect 2>&1) && ok "disconnect: $(echo $out | tr '\n' ' ')" || bad "disconnect: $out"
+  [ -z "$(ls /sys/class/nvme-subsystem 2>/dev/null)" ] && ok "no subsystem left on the host" || bad "left: $(ls /sys/class/nvme-subsystem)"
+
+  $NV save /tmp/saved.json && ok "save" || bad "save"
+  $NV clear && [ -z "$(ls /sys/kernel/config/nvmet/subsystems)" ] && [ -z "$(ls /sys/kernel/config/nvmet/ports)" ] && ok "clear" || bad "clear"
+  if out=$($NV restore /tmp/saved.json 2>&1); then
+    $NV save /tmp/restored.json && cmp -s /tmp/saved.json /tmp/restored.json &&
+      ok "save/clear/restore round trip is identical" || bad "restored config differs: $(diff /tmp/saved.json /tmp/restored.json | head -8 | tr '\n' ' ')"
+  else
+    bad "restore: $out"
+  fi
+  grep -q '"trtype": "tcp"' /tmp/saved.json && grep -q '"allow_any_host": "1"' /tmp/saved.json && ok "nvmetcli layout" || bad "saved JSON layout"
+  $NV clear --remove-ram-files && [ -z "$(ls /dev/shm/mpnvme-nvmet)" ] && ok "clear --remove-ram-files" || bad "RAM files left"
+  echo "TK done"
+}
+tk > /dev/console 2>&1 &

@@ -1,0 +1,97 @@
+#include "host.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <thread>
+#include <unistd.h>
+
+#include "iopolicy.hpp"
+#include "topology.hpp"
+
+extern "C" {
+#include <nvme/fabrics.h>
+#include <nvme/tree.h>
+#include <nvme/util.h>
+}
+
+namespace mpnvme::toolkit {
+
+std::string state_file = "/run/mpnvme-nvmet/connected";
+
+static void delete_controller(const std::string &name) {
+  std::ofstream f("/sys/class/nvme/" + name + "/delete_controller");
+  f << "1";
+}
+
+ConnectResult connect_job(const ConnectRequest &r) {
+  if (geteuid() != 0) throw std::runtime_error("connecting the kernel host needs root");
+  if (access("/dev/nvme-fabrics", W_OK) != 0)
+    throw std::runtime_error("/dev/nvme-fabrics: missing: load the nvme-tcp module (modprobe nvme-tcp)");
+  std::unique_ptr<nvme_root, decltype(&nvme_free_tree)> root(nvme_create_root(nullptr, 0), nvme_free_tree);
+  if (!root) throw std::runtime_error("libnvme: cannot create the topology root");
+  nvme_host_t h = nvme_default_host(root.get());
+  ConnectResult res;
+  try {
+    for (const PathAddr &p : r.paths) {
+      nvme_ctrl_t c = nvme_create_ctrl(root.get(), r.subnqn.c_str(), r.transport.c_str(), p.addr.c_str(),
+                                       r.host_traddr.empty() ? nullptr : r.host_traddr.c_str(),
+                                       r.host_iface.empty() ? nullptr : r.host_iface.c_str(), p.service.c_str());
+      if (!c) throw std::runtime_error(fmt::format("{}: libnvme could not create a controller object", p.display()));
+      // Always start from the defaults: a zeroed config means ctrl_loss_tmo=0.
+      nvme_fabrics_config cfg;
+      nvmf_default_config(&cfg);
+      cfg.ctrl_loss_tmo = r.ctrl_loss_tmo;
+      cfg.reconnect_delay = r.reconnect_delay;
+      if (nvmf_add_ctrl(h, c, &cfg) < 0) {
+        const int err = errno;
+        std::string why = nvme_errno_to_string(err);
+        if (r.transport == "mptcp" && (err == EINVAL || err == ENVME_CONNECT_INVAL_TR))
+          why += " (this kernel's NVMe host has no mptcp transport; the NVMe over MPTCP series is not merged)";
+        throw std::runtime_error(fmt::format("connect {} to {} over {}: {}", r.subnqn, p.display(), r.transport, why));
+      }
+      res.controllers.push_back(nvme_ctrl_get_name(c));
+    }
+  } catch (...) {
+    for (const auto &name : res.controllers) delete_controller(name);
+    throw;
+  }
+  // The multipath head appears once the namespace is scanned.
+  for (int i = 0; i < 100 && res.device.empty(); i++) {
+    for (const auto &s : scan_topology()) {
+      if (s.nqn != r.subnqn || s.head_dev.empty()) continue;
+      res.subsystem = s.name;
+      res.device = "/dev/" + s.head_dev;
+      if (!r.iopolicy.empty()) set_subsystem_iopolicy(s, r.iopolicy);
+    }
+    if (res.device.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::filesystem::create_directories(std::filesystem::path(state_file).parent_path());
+  std::ofstream st(state_file, std::ios::app);
+  for (const auto &name : res.controllers) st << name << ' ' << r.subnqn << '\n';
+  if (res.device.empty()) throw std::runtime_error(fmt::format("connected {}, but no namespace appeared within 5 s", r.subnqn));
+  return res;
+}
+
+std::vector<std::string> disconnect_recorded() {
+  if (geteuid() != 0) throw std::runtime_error("disconnecting the kernel host needs root");
+  std::ifstream in(state_file);
+  std::vector<std::string> removed;
+  std::string name, nqn;
+  while (in >> name >> nqn) {
+    // Only if the controller is still the one we connected (names get reused).
+    if (read_sysfs("/sys/class/nvme/" + name + "/subsysnqn") != nqn) continue;
+    delete_controller(name);
+    removed.push_back(name);
+  }
+  std::error_code ec;
+  std::filesystem::remove(state_file, ec);
+  return removed;
+}
+
+} // namespace mpnvme::toolkit

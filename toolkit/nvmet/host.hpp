@@ -1,0 +1,34 @@
+// The kernel NVMe/TCP host side of mpnvme-nvmet: connect every path of a
+// job through libnvme (nvmf_add_ctrl), remember exactly what was connected,
+// and disconnect those controllers again.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "paths.hpp"
+
+namespace mpnvme::toolkit {
+
+struct ConnectRequest {
+  std::string subnqn;
+  std::vector<PathAddr> paths;
+  std::string transport = "tcp";
+  std::string host_traddr, host_iface;
+  int ctrl_loss_tmo = 600, reconnect_delay = 10;
+  std::string iopolicy; // applied to the subsystem afterwards when set
+};
+
+struct ConnectResult {
+  std::vector<std::string> controllers; // nvme0, nvme1
+  std::string subsystem;                // nvme-subsys0
+  std::string device;                   // /dev/nvme0n1
+};
+
+extern std::string state_file; // /run/mpnvme-nvmet/connected
+
+// Connects all paths or none (rolls back); throws std::runtime_error.
+ConnectResult connect_job(const ConnectRequest &r);
+// Disconnects what connect_job recorded; returns the controllers removed.
+std::vector<std::string> disconnect_recorded();
+
+} // namespace mpnvme::toolkit
