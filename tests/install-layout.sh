@@ -10,7 +10,8 @@ arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 engine=$dest/usr/lib/$arch/mpnvme/fio-mpnvme.so
 for f in "$engine" "$dest/usr/share/mpnvme/jobs/demo.fio" "$dest/usr/share/man/man7/fio-mpnvme.7" \
   "$dest/usr/bin/mpnvme-target" "$dest/usr/bin/mpnvme-lab" "$dest/usr/share/man/man8/mpnvme-target.8" \
-  "$dest/usr/share/man/man8/mpnvme-lab.8"; do
+  "$dest/usr/share/man/man8/mpnvme-lab.8" "$dest/usr/bin/mpnvme-iopolicy" "$dest/usr/bin/mpnvme-nvmet" \
+  "$dest/usr/share/man/man8/mpnvme-iopolicy.8" "$dest/usr/share/man/man8/mpnvme-nvmet.8"; do
   [[ -f $f ]] || { echo "FAIL: missing $f"; exit 1; }
 done
 export ASAN_OPTIONS=detect_leaks=0
@@ -23,4 +24,6 @@ page=$(man -l "$dest/usr/share/man/man7/fio-mpnvme.7" 2>/dev/null)
 grep -q "PRIORITY PAIRS" <<<"$page" || { echo "FAIL: man page does not render"; exit 1; }
 "$dest/usr/bin/mpnvme-target" --help | grep -q -- '--listen' || { echo "FAIL: mpnvme-target --help"; exit 1; }
 "$dest/usr/bin/mpnvme-lab" --help | grep -q -- 'link PATH down|up' || { echo "FAIL: mpnvme-lab --help"; exit 1; }
+"$dest/usr/bin/mpnvme-nvmet" --help | grep -q 'apply' || { echo "FAIL: mpnvme-nvmet --help"; exit 1; }
+"$dest/usr/bin/mpnvme-iopolicy" --help | grep -q 'set' || { echo "FAIL: mpnvme-iopolicy --help"; exit 1; }
 echo PASS
