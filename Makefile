@@ -8,7 +8,6 @@ SHELL := /bin/bash
 MAKEFLAGS += --no-print-directory
 PREFIX ?= /usr/local
 DESTDIR ?=
-DEB_HOST_MULTIARCH ?= $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 BUILD ?= build
 BUILD_CHECK ?= build-check
 JOBS ?= $(shell nproc)
@@ -40,15 +39,7 @@ demo: deps build
 	@./scripts/demo.sh $(BUILD)
 
 install: build
-	install -D -m 0755 $(BUILD)/engine/fio-mpnvme.so $(DESTDIR)$(PREFIX)/lib/$(DEB_HOST_MULTIARCH)/mpnvme/fio-mpnvme.so
-	install -D -m 0755 $(BUILD)/toolkit/target/mpnvme-target $(DESTDIR)$(PREFIX)/bin/mpnvme-target
-	install -D -m 0755 toolkit/lab/mpnvme-lab $(DESTDIR)$(PREFIX)/bin/mpnvme-lab
-	install -D -m 0755 $(BUILD)/toolkit/iopolicy/mpnvme-iopolicy $(DESTDIR)$(PREFIX)/bin/mpnvme-iopolicy
-	install -D -m 0755 $(BUILD)/toolkit/nvmet/mpnvme-nvmet $(DESTDIR)$(PREFIX)/bin/mpnvme-nvmet
-	install -d $(DESTDIR)$(PREFIX)/share/mpnvme/jobs $(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/man/man8
-	install -m 0644 jobs/*.fio $(DESTDIR)$(PREFIX)/share/mpnvme/jobs/
-	install -m 0644 man/*.7 $(DESTDIR)$(PREFIX)/share/man/man7/
-	install -m 0644 man/*.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix $(PREFIX) >/dev/null
 
 format:
 	@git ls-files '*.cpp' '*.hpp' '*.c' '*.h' | xargs clang-format -i
