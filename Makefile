@@ -4,6 +4,7 @@
 #   make check      unit tests + kernel-lab integration tests (ASan/UBSan build)
 #   make demo       run jobs/demo.fio and print the result
 #   make install    PREFIX=/usr DESTDIR=...
+#   make deb        Debian package in ../ (pinned to the installed fio)
 SHELL := /bin/bash
 MAKEFLAGS += --no-print-directory
 PREFIX ?= /usr/local
@@ -14,7 +15,7 @@ JOBS ?= $(shell nproc)
 FIO_SRC ?= $(shell cat .deps/fio-src 2>/dev/null)
 CMAKE_ARGS = -DFIO_SRC="$(FIO_SRC)"
 
-.PHONY: all deps build check unit kernel-tests demo install format clean
+.PHONY: all deps build check demo install deb format clean
 
 all: build
 
@@ -40,6 +41,10 @@ demo: deps build
 
 install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix $(PREFIX) >/dev/null
+
+deb: deps
+	@dpkg-query -W -f='$${Status}' debhelper 2>/dev/null | grep -q 'ok installed' || apt-get install -y -qq --no-install-recommends debhelper >/dev/null
+	FIO_SRC="$$(cat .deps/fio-src)" dpkg-buildpackage -us -uc -b
 
 format:
 	@git ls-files '*.cpp' '*.hpp' '*.c' '*.h' | xargs clang-format -i
