@@ -15,8 +15,10 @@ std::optional<std::string> JobSection::get(const std::string &key) const {
 
 static std::string trim(const std::string &s) {
   size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) b++;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) e--;
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b])))
+    b++;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])))
+    e--;
   return s.substr(b, e - b);
 }
 
@@ -72,7 +74,8 @@ std::vector<JobSection> read_jobfile(const std::string &path) {
   // applies the global section read so far, and so do we for the common case.
   for (size_t i = 0; i < jobs.size(); i++) {
     jobs[i].options = global;
-    for (auto &[k, v] : own[i]) jobs[i].options[k] = v;
+    for (auto &[k, v] : own[i])
+      jobs[i].options[k] = v;
   }
   if (jobs.empty()) { // a job file with only [global] describes one job
     jobs.push_back({"global", global});
@@ -82,7 +85,8 @@ std::vector<JobSection> read_jobfile(const std::string &path) {
 
 uint64_t parse_size(const std::string &text, const std::string &option) {
   auto fail = [&] {
-    return std::invalid_argument(fmt::format("{}={}: not a size (accepted: bytes, or a number with k, m, g, t, p, e.g. 1g)", option, text));
+    return std::invalid_argument(
+        fmt::format("{}={}: not a size (accepted: bytes, or a number with k, m, g, t, p, e.g. 1g)", option, text));
   };
   size_t i = 0;
   uint64_t v = 0;
@@ -92,7 +96,8 @@ uint64_t parse_size(const std::string &text, const std::string &option) {
   }
   if (i == 0) throw fail();
   std::string suf;
-  for (; i < text.size(); i++) suf += static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
+  for (; i < text.size(); i++)
+    suf += static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
   int shift = 0;
   if (!suf.empty()) {
     const std::string units = "kmgtp";

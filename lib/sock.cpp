@@ -115,8 +115,10 @@ void apply_priority(int fd, bool ipv6, std::optional<unsigned> priority, std::op
   };
   // TOS first, then priority: on TCP, IP_TOS rewrites sk_priority.
   if (tos) {
-    if (ipv6) set(IPPROTO_IPV6, IPV6_TCLASS, *tos, "tos (IPV6_TCLASS)");
-    else set(IPPROTO_IP, IP_TOS, *tos, "tos (IP_TOS)");
+    if (ipv6)
+      set(IPPROTO_IPV6, IPV6_TCLASS, *tos, "tos (IPV6_TCLASS)");
+    else
+      set(IPPROTO_IP, IP_TOS, *tos, "tos (IP_TOS)");
   }
   if (priority) set(SOL_SOCKET, SO_PRIORITY, *priority, "sk_priority (SO_PRIORITY)");
 }
@@ -132,7 +134,8 @@ Fd listen_stream(const PathAddr &at, Transport transport, int backlog) {
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
   const int proto = transport == Transport::Mptcp ? IPPROTO_MPTCP : IPPROTO_TCP;
   Fd fd(::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, proto));
-  if (!fd) throw sys_error(at, transport == Transport::Mptcp ? "MPTCP socket (use --transport tcp without MPTCP)" : "socket", errno);
+  if (!fd)
+    throw sys_error(at, transport == Transport::Mptcp ? "MPTCP socket (use --transport tcp without MPTCP)" : "socket", errno);
   set_int(fd.get(), SOL_SOCKET, SO_REUSEADDR, 1, at, "SO_REUSEADDR");
   if (res->ai_family == AF_INET6) set_int(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, 1, at, "IPV6_V6ONLY");
   if (::bind(fd.get(), res->ai_addr, res->ai_addrlen) < 0) throw sys_error(at, "bind", errno);

@@ -16,18 +16,16 @@ namespace mpnvme::host {
 namespace {
 constexpr size_t kRxBuffer = 64 * 1024;
 constexpr size_t kMaxIov = 1024; // IOV_MAX on Linux
-const uint8_t kZeros[128] = {};
 } // namespace
 
-Queue::Queue(Fd fd, QueueParams params) : fd_(std::move(fd)), p_(std::move(params)) {
+// Every slot has at most one capsule in the ring; the rest is H2CData.
+Queue::Queue(Fd fd, QueueParams params) : fd_(std::move(fd)), p_(std::move(params)), tx_(static_cast<size_t>(p_.slots) * 2 + 16) {
   if (p_.slots == 0 || p_.slots > 4096) throw std::invalid_argument("queue slots must be 1..4096");
   slots_.resize(p_.slots);
   free_.reserve(p_.slots);
   for (size_t i = p_.slots; i-- > 0;)
     free_.push_back(static_cast<uint16_t>(i));
   done_.reserve(p_.slots);
-  // Every slot has at most one capsule in the ring; the rest is H2CData.
-  tx_.resize(static_cast<size_t>(p_.slots) * 2 + 16);
   h2c_.resize(p_.slots);
   iov_.resize(kMaxIov);
   rx_.resize(kRxBuffer);
@@ -58,10 +56,10 @@ void Queue::initialize(std::chrono::steady_clock::time_point deadline) {
 
 bool Queue::submit(const Command &c) {
   if (failed_ || free_.empty()) return false;
-  TxPdu *t = tx_alloc();
-  if (!t) return false; // ring full of H2CData: caller flushes and retries
+  if (tx_.full()) return false; // ring full of H2CData: the caller flushes and retries
   const uint16_t idx = free_.back();
   free_.pop_back();
+  SendRing::Pdu *t = tx_.alloc(idx);
   Slot &s = slots_[idx];
   s = Slot{c, true, false, static_cast<uint8_t>(s.gen + 1)};
   inflight_++;
@@ -88,7 +86,6 @@ bool Queue::submit(const Command &c) {
   std::memcpy(t->hdr + pdu::kCommonLen, sqe.b.data(), pdu::kSqeLen);
   if (hd) pdu::put_header_digest(t->hdr, pdu::kCmdHlen);
   t->hdr_len = static_cast<uint8_t>(hdr_end);
-  t->slot = idx;
   s.in_ring = 1;
   if (incapsule) {
     t->pad = static_cast<uint8_t>(pdo - hdr_end);
@@ -102,27 +99,16 @@ bool Queue::submit(const Command &c) {
   return true;
 }
 
-Queue::TxPdu *Queue::tx_alloc() {
-  if (tx_count_ == tx_.size()) return nullptr;
-  TxPdu *t = &tx_[(tx_head_ + tx_count_) % tx_.size()];
-  tx_count_++;
-  t->pad = 0;
-  t->data = nullptr;
-  t->data_len = 0;
-  t->has_ddgst = false;
-  return t;
-}
-
 // Turn outstanding R2Ts into H2CData PDUs while the ring has room.
 void Queue::generate_h2c() {
   const bool hd = p_.digests.header, dd = p_.digests.data;
   const uint32_t maxdata = icresp_.maxh2cdata;
-  while (h2c_count_ && tx_count_ < tx_.size()) {
+  while (h2c_count_ && !tx_.full()) {
     const uint16_t idx = h2c_[h2c_head_];
     Slot &s = slots_[idx];
     const uint32_t chunk = std::min(s.r2t_end - s.r2t_next, maxdata);
     const bool last = s.r2t_next + chunk == s.r2t_end;
-    TxPdu *t = tx_alloc();
+    SendRing::Pdu *t = tx_.alloc(idx);
     const uint8_t pdo = pdu::data_offset(pdu::kDataHlen, hd, icresp_.cpda);
     const uint8_t flags =
         static_cast<uint8_t>((hd ? pdu::kFlagHdgst : 0) | (dd ? pdu::kFlagDdgst : 0) | (last ? pdu::kFlagLast : 0));
@@ -137,7 +123,6 @@ void Queue::generate_h2c() {
       wire::put32(t->ddgst, 0, crc32c(t->data, chunk));
       t->has_ddgst = true;
     }
-    t->slot = idx;
     s.in_ring++;
     s.r2t_next += chunk;
     if (last) {
@@ -150,26 +135,10 @@ void Queue::generate_h2c() {
 
 void Queue::flush() {
   generate_h2c();
-  while (tx_count_ && !failed_) {
-    size_t n = 0, skip = tx_head_sent_;
-    for (size_t i = 0; i < tx_count_ && n + 4 <= iov_.size(); i++) {
-      TxPdu &t = tx_[(tx_head_ + i) % tx_.size()];
-      auto add = [&](const void *base, size_t len) {
-        if (len <= skip) { // already sent in an earlier partial write
-          skip -= len;
-          return;
-        }
-        iov_[n++] = {const_cast<uint8_t *>(static_cast<const uint8_t *>(base)) + skip, len - skip};
-        skip = 0;
-      };
-      add(t.hdr, t.hdr_len);
-      if (t.pad) add(kZeros, t.pad);
-      if (t.data_len) add(t.data, t.data_len);
-      if (t.has_ddgst) add(t.ddgst, 4);
-    }
+  while (!tx_.empty() && !failed_) {
     msghdr mh{};
     mh.msg_iov = iov_.data();
-    mh.msg_iovlen = n;
+    mh.msg_iovlen = tx_.build_iov(iov_.data(), iov_.size());
     ssize_t sent = ::sendmsg(fd_.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (sent < 0) {
       if (errno == EINTR) continue;
@@ -177,26 +146,13 @@ void Queue::flush() {
       fail(fmt::format("send failed: {}", strerror(errno)), ECONNRESET);
       return;
     }
-    advance_tx(static_cast<size_t>(sent));
+    tx_.advance(static_cast<size_t>(sent), [this](int32_t slot) {
+      if (slot < 0) return;
+      Slot &s = slots_[static_cast<size_t>(slot)];
+      if (--s.in_ring == 0 && s.done) release(static_cast<uint16_t>(slot));
+    });
     generate_h2c();
   }
-}
-
-void Queue::advance_tx(size_t sent) {
-  sent += tx_head_sent_;
-  while (tx_count_) {
-    TxPdu &t = tx_[tx_head_];
-    const size_t len = t.hdr_len + t.pad + t.data_len + (t.has_ddgst ? 4 : 0);
-    if (sent < len) break;
-    sent -= len;
-    if (t.slot != 0xffff) {
-      Slot &s = slots_[t.slot];
-      if (--s.in_ring == 0 && s.done) release(t.slot);
-    }
-    tx_head_ = (tx_head_ + 1) % tx_.size();
-    tx_count_--;
-  }
-  tx_head_sent_ = sent;
 }
 
 void Queue::complete(uint16_t idx, uint16_t status, int err, uint32_t dw0, uint32_t dw1) {
@@ -226,8 +182,10 @@ void Queue::fail(const std::string &why, int err) {
   if (!failed_) {
     failed_ = true;
     failure_ = why;
-    if (expect_close_ && inflight_ == 0) log().debug("{}: {}", p_.label, why);
-    else log().error("{}: {}; failing {} command(s) in flight", p_.label, why, inflight_);
+    if (expect_close_ && inflight_ == 0)
+      log().debug("{}: {}", p_.label, why);
+    else
+      log().error("{}: {}; failing {} command(s) in flight", p_.label, why, inflight_);
     ::shutdown(fd_.get(), SHUT_RDWR);
   }
   for (uint16_t i = 0; i < slots_.size(); i++) {
@@ -239,7 +197,8 @@ void Queue::fail(const std::string &why, int err) {
       release(i);
     }
   }
-  tx_count_ = h2c_count_ = tx_head_sent_ = 0;
+  tx_.clear();
+  h2c_count_ = 0;
 }
 
 void Queue::protocol_error(pdu::Fes fes, const char *what, const uint8_t *hdr, size_t hlen, uint32_t fei) {
@@ -350,7 +309,6 @@ void Queue::handle_header(const uint8_t *h, const pdu::Common &c) {
     data_left_ = cur_datal_ = d.datal;
     pad_left_ = c.pdo - c.hlen - (hd ? 4u : 0u);
     data_crc_ = kCrc32cSeed;
-    ddgst_have_ = 0;
     rx_state_ = pad_left_ ? Rx::Pad : Rx::Data;
     return;
   }
@@ -465,7 +423,7 @@ void Queue::process(int timeout_ms) {
     if (failed_) return;
     flush(); // R2Ts answered above go out before we sleep
     if (progressed || timeout_ms == 0 || !done_.empty()) return;
-    pollfd pfd{fd_.get(), static_cast<short>(POLLIN | (tx_count_ ? POLLOUT : 0)), 0};
+    pollfd pfd{fd_.get(), static_cast<short>(POLLIN | (tx_.empty() ? 0 : POLLOUT)), 0};
     int n = ::poll(&pfd, 1, timeout_ms);
     if (n <= 0) return; // timeout or EINTR: let the caller decide
     if (pfd.revents & POLLOUT) flush();

@@ -14,6 +14,7 @@
 
 #include "../../lib/nvme.hpp"
 #include "../../lib/pdu.hpp"
+#include "../../lib/send_ring.hpp"
 #include "../../lib/sock.hpp"
 
 namespace mpnvme::host {
@@ -73,7 +74,7 @@ public:
   const std::string &failure() const { return failure_; }
   unsigned inflight() const { return inflight_; }
   unsigned capacity() const { return p_.slots; }
-  bool has_unsent() const { return tx_count_ > 0 || h2c_count_ > 0; }
+  bool has_unsent() const { return !tx_.empty() || h2c_count_ > 0; }
   int fd() const { return fd_.get(); }
   const QueueParams &params() const { return p_; }
   const pdu::IcResp &icresp() const { return icresp_; }
@@ -95,23 +96,11 @@ private:
     uint32_t r2t_next = 0, r2t_end = 0;
     uint16_t in_ring = 0; // PDUs in the send ring that point at this slot
   };
-  struct TxPdu {
-    uint8_t hdr[pdu::kMaxHdrWithDigest + 4];
-    uint8_t hdr_len = 0;
-    uint8_t pad = 0;
-    const uint8_t *data = nullptr;
-    uint32_t data_len = 0;
-    uint8_t ddgst[4];
-    bool has_ddgst = false;
-    uint16_t slot = 0xffff;
-  };
   enum class Rx { Header, Pad, Data, DataDigest };
 
   uint16_t make_cid(uint16_t idx) const { return static_cast<uint16_t>((slots_[idx].gen & 0xf) << 12 | idx); }
   Slot *slot_for_cid(uint16_t cid, const char *pdu_name);
-  TxPdu *tx_alloc();
   void generate_h2c();
-  void advance_tx(size_t sent);
   void complete(uint16_t idx, uint16_t status, int err, uint32_t dw0, uint32_t dw1);
   void release(uint16_t idx);
   bool rx_fill(size_t want);
@@ -131,8 +120,7 @@ private:
   unsigned inflight_ = 0;
   std::vector<Completion> done_;
 
-  std::vector<TxPdu> tx_;
-  size_t tx_head_ = 0, tx_count_ = 0, tx_head_sent_ = 0;
+  SendRing tx_;
   std::vector<uint16_t> h2c_; // slots with R2T data still to generate (FIFO ring)
   size_t h2c_head_ = 0, h2c_count_ = 0;
   std::vector<iovec> iov_;
@@ -147,7 +135,6 @@ private:
   uint32_t data_left_ = 0, pad_left_ = 0, cur_datal_ = 0;
   uint32_t data_crc_ = 0;
   uint8_t ddgst_buf_[4];
-  uint32_t ddgst_have_ = 0;
 };
 
 } // namespace mpnvme::host

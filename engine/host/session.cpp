@@ -21,7 +21,8 @@ Session::~Session() {
   if (opened_ && o_.transport == Transport::Mptcp) {
     const MptcpState st = ctrl_->mptcp_state();
     if (st.mptcp)
-      log().info("job {} {} qid {}: MPTCP used {} subflow(s)", job_.name, ctrl_->label(), ctrl_->config().io_qid, st.subflows + 1);
+      log().info("job {} {} qid {}: MPTCP used {} subflow(s)", job_.name, ctrl_->label(), ctrl_->config().io_qid,
+                 st.subflows + 1);
   }
 }
 

@@ -40,7 +40,7 @@ private:
   uint32_t lba_shift_ = 9;
   std::vector<std::array<uint8_t, nvme::kDsmRangeLen>> dsm_; // one range per io_u
   std::vector<Completion> ready_;
-  size_t handed_ = 0; // completions returned by the last getevents
+  size_t handed_ = 0;   // completions returned by the last getevents
   bool opened_ = false; // an I/O session, not the size probe of fio setup
 };
 

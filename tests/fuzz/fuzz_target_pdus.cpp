@@ -49,7 +49,8 @@ void drain(Connection &c) {
   iovec iov[256];
   while (c.send_pending()) {
     size_t n = c.build_send(iov, 256), bytes = 0;
-    for (size_t i = 0; i < n; i++) bytes += iov[i].iov_len;
+    for (size_t i = 0; i < n; i++)
+      bytes += iov[i].iov_len;
     c.on_sent(bytes);
   }
 }
@@ -68,8 +69,7 @@ void feed(Connection &c, const uint8_t *data, size_t size, size_t chunk) {
 
 std::vector<uint8_t> capsule(const nvme::Sqe &sqe, const uint8_t *data, uint32_t len) {
   std::vector<uint8_t> p(pdu::kCmdHlen + len);
-  pdu::encode_common(p.data(), pdu::Type::CapsuleCmd, 0, pdu::kCmdHlen, len ? pdu::kCmdHlen : 0,
-                     static_cast<uint32_t>(p.size()));
+  pdu::encode_common(p.data(), pdu::Type::CapsuleCmd, 0, pdu::kCmdHlen, len ? pdu::kCmdHlen : 0, static_cast<uint32_t>(p.size()));
   nvme::Sqe s = sqe;
   if (len) s.set_sgl(0, len, nvme::kSglDataBlockOffset);
   std::memcpy(p.data() + 8, s.b.data(), 64);

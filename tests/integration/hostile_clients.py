@@ -10,59 +10,15 @@ import struct
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from nvmetcp import capsule, connect, icreq, sqe  # noqa: E402
+
 HOST, PORT, NQN = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode()
 failures = []
 
 
-def crc32c(data: bytes) -> int:
-    crc = 0xFFFFFFFF
-    for b in data:
-        crc ^= b
-        for _ in range(8):
-            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
-    return crc ^ 0xFFFFFFFF
-
-
-def icreq(hd=False, dd=False):
-    return struct.pack("<BBBBIHBBI", 0, 0, 128, 0, 128, 0, 0, (1 if hd else 0) | (2 if dd else 0), 0) + bytes(112)
-
-
-def sqe(opcode, cid, nsid=1, sgl_len=0, sgl_type=0x5A, fctype=None, tail=b""):
-    b = bytearray(64)
-    b[0], b[1] = opcode, 0x40
-    struct.pack_into("<H", b, 2, cid)
-    if fctype is None:
-        struct.pack_into("<I", b, 4, nsid)
-    else:
-        b[4] = fctype
-    struct.pack_into("<QIxxxB", b, 24, 0, sgl_len, sgl_type)
-    b[40:40 + len(tail)] = tail
-    return bytes(b)
-
-
-def capsule(s, data=b"", hd=False, dd=False, corrupt_hdgst=False, corrupt_ddgst=False):
-    if data:
-        s = s[:24] + struct.pack("<QIxxxB", 0, len(data), 0x01) + s[40:]
-    hdl = 4 if hd else 0
-    ddl = 4 if dd and data else 0
-    flags = (1 if hd else 0) | (2 if ddl else 0)
-    h = struct.pack("<BBBBI", 4, flags, 72, 72 + hdl if data else 0, 72 + hdl + len(data) + ddl) + s
-    out = h
-    if hd:
-        out += struct.pack("<I", crc32c(h) ^ (1 if corrupt_hdgst else 0))
-    if data:
-        out += data
-        if ddl:
-            out += struct.pack("<I", crc32c(data) ^ (1 if corrupt_ddgst else 0))
-    return out
-
-
-def connect_cmd(qid=0, cntlid=0xFFFF, host=b"nqn.2014-08.org.nvmexpress:uuid:6d6a5f0e-5b27-4e57-8d59-0a1f7c6f0001", **kw):
-    data = bytearray(1024)
-    struct.pack_into("<H", data, 16, cntlid)
-    data[256:256 + len(NQN)] = NQN
-    data[512:512 + len(host)] = host
-    return capsule(sqe(0x7F, 1, fctype=1, tail=struct.pack("<HHHBxI", 0, qid, 31, 0, 0)), bytes(data), **kw)
+def connect_cmd(**kw):
+    return connect(NQN, **kw)
 
 
 def open_conn():

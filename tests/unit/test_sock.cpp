@@ -118,8 +118,8 @@ static void failures_name_address_and_step(void **) {
 
 int main() {
   const CMUnitTest tests[] = {
-      cmocka_unit_test(mptcp_to_mptcp_listener),     cmocka_unit_test(mptcp_falls_back_against_tcp_listener),
-      cmocka_unit_test(tcp_transport_is_plain_tcp),  cmocka_unit_test(priority_and_tos_applied),
+      cmocka_unit_test(mptcp_to_mptcp_listener),        cmocka_unit_test(mptcp_falls_back_against_tcp_listener),
+      cmocka_unit_test(tcp_transport_is_plain_tcp),     cmocka_unit_test(priority_and_tos_applied),
       cmocka_unit_test(failures_name_address_and_step),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -111,7 +111,8 @@ static void nvmetcli_json_refused(void **) {
       {"{", "not JSON"},
       {R"({"subsystems":[{"attr":{}}]})", "subsystems[0].nqn: required"},
       {R"({"subsystems":[{"nqn":"n","namespaces":[{"device":{}}]}]})", "namespaces[0].device.path: required"},
-      {R"({"subsystems":[{"nqn":"n","namespaces":[{"device":{"path":"ram:1m","uuid":"x"}}]}]})", "device.uuid: 'x' is not a UUID"},
+      {R"({"subsystems":[{"nqn":"n","namespaces":[{"device":{"path":"ram:1m","uuid":"x"}}]}]})",
+       "device.uuid: 'x' is not a UUID"},
       {R"({"ports":[{"addr":{"trtype":"rdma","traddr":"1.2.3.4"}}]})", "ports[0].addr.trtype: 'rdma'"},
       {R"({"ports":[{"addr":{"adrfam":"ib","traddr":"1.2.3.4"}}]})", "ports[0].addr.adrfam: 'ib'"},
       {R"({"ports":[{"addr":{"traddr":"1.2.3.4","trsvcid":"99999"}}]})", "trsvcid: '99999' is not a port"},
@@ -202,8 +203,8 @@ transport=tcp
 
 int main() {
   const CMUnitTest tests[] = {
-      cmocka_unit_test(namespace_specs), cmocka_unit_test(namespace_specs_refused), cmocka_unit_test(nvmetcli_json),
-      cmocka_unit_test(nvmetcli_json_refused), cmocka_unit_test(finalize_refusals), cmocka_unit_test(from_jobfile),
+      cmocka_unit_test(namespace_specs),       cmocka_unit_test(namespace_specs_refused), cmocka_unit_test(nvmetcli_json),
+      cmocka_unit_test(nvmetcli_json_refused), cmocka_unit_test(finalize_refusals),       cmocka_unit_test(from_jobfile),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -48,8 +48,6 @@ void set_subsystem_iopolicy(const SubsystemInfo &s, const std::string &policy) {
   write_and_verify(s.sysfs_dir + "/iopolicy", policy);
 }
 
-void set_default_iopolicy(const std::string &policy) {
-  write_and_verify("/sys/module/nvme_core/parameters/iopolicy", policy);
-}
+void set_default_iopolicy(const std::string &policy) { write_and_verify("/sys/module/nvme_core/parameters/iopolicy", policy); }
 
 } // namespace mpnvme::toolkit

@@ -17,7 +17,8 @@ std::string read_sysfs(const std::string &path) {
   std::ifstream f(path);
   std::string s;
   if (!f || !std::getline(f, s)) return "";
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n')) s.pop_back();
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\n'))
+    s.pop_back();
   return s;
 }
 
@@ -35,7 +36,8 @@ static std::string str(const char *s) { return s ? s : ""; }
 static void read_stat(const std::string &dir, PathInfo &p) {
   std::ifstream f(dir + "/stat");
   uint64_t v[5] = {};
-  for (auto &x : v) f >> x;
+  for (auto &x : v)
+    f >> x;
   p.reads = v[0];
   p.writes = v[4];
 }
@@ -43,7 +45,8 @@ static void read_stat(const std::string &dir, PathInfo &p) {
 std::vector<SubsystemInfo> scan_topology() {
   std::unique_ptr<nvme_root, decltype(&nvme_free_tree)> root(nvme_create_root(nullptr, 0), nvme_free_tree);
   if (!root) throw std::runtime_error("libnvme: cannot create the topology root");
-  if (nvme_scan_topology(root.get(), nullptr, nullptr) < 0) throw std::runtime_error("libnvme: scanning the NVMe topology failed");
+  if (nvme_scan_topology(root.get(), nullptr, nullptr) < 0)
+    throw std::runtime_error("libnvme: scanning the NVMe topology failed");
   std::vector<SubsystemInfo> out;
   nvme_host_t h;
   nvme_subsystem_t s;

@@ -20,8 +20,14 @@ void show(const std::vector<SubsystemInfo> &subs, bool json) {
     for (const auto &s : subs) {
       nlohmann::json paths = nlohmann::json::array();
       for (const auto &p : s.paths)
-        paths.push_back({{"controller", p.controller}, {"transport", p.transport}, {"address", p.address}, {"state", p.state},
-                         {"ana_state", p.ana_state}, {"path_device", p.path_dev}, {"reads", p.reads}, {"writes", p.writes}});
+        paths.push_back({{"controller", p.controller},
+                         {"transport", p.transport},
+                         {"address", p.address},
+                         {"state", p.state},
+                         {"ana_state", p.ana_state},
+                         {"path_device", p.path_dev},
+                         {"reads", p.reads},
+                         {"writes", p.writes}});
       j.push_back({{"name", s.name}, {"nqn", s.nqn}, {"iopolicy", s.iopolicy}, {"device", s.head_dev}, {"paths", paths}});
     }
     fmt::print("{}\n", j.dump(2));
@@ -63,7 +69,8 @@ int main(int argc, char **argv) {
   if (set_cmd->parsed()) { // the command line first, then the kernel
     if (std::find(kIoPolicies.begin(), kIoPolicies.end(), policy) == kIoPolicies.end())
       return fail(fmt::format("unknown policy '{}' (accepted: numa, round-robin, queue-depth)", policy));
-    if (!nqn.empty() + !subsys.empty() + all + deflt != 1) return fail("set needs one of --nqn NQN, --subsys NAME, --all, --default");
+    if (!nqn.empty() + !subsys.empty() + all + deflt != 1)
+      return fail("set needs one of --nqn NQN, --subsys NAME, --all, --default");
   }
   if (read_sysfs("/sys/module/nvme_core/parameters/multipath").empty())
     return fail("nvme_core is not loaded: no NVMe subsystems and no iopolicy on this kernel");
@@ -91,8 +98,12 @@ int main(int argc, char **argv) {
       if (all || s.nqn == nqn || s.name == subsys) chosen.push_back(&s);
     if (chosen.empty()) {
       std::string have;
-      for (const auto &s : subs) have += fmt::format(" {} ({})", s.name, s.nqn);
-      return fail(fmt::format("no NVMe subsystem {} (present:{})", !nqn.empty() ? "with NQN " + nqn : subsys.empty() ? "at all" : subsys,
+      for (const auto &s : subs)
+        have += fmt::format(" {} ({})", s.name, s.nqn);
+      return fail(fmt::format("no NVMe subsystem {} (present:{})",
+                              !nqn.empty()     ? "with NQN " + nqn
+                              : subsys.empty() ? "at all"
+                                               : subsys,
                               have.empty() ? " none" : have));
     }
     for (const SubsystemInfo *s : chosen) {

@@ -25,7 +25,8 @@ static std::string explain(const std::string &path, int err) {
       return "the namespace is enabled: write 0 to its enable file before changing it";
     return "in use";
   case EACCES:
-    if (port_attr) return "the port is enabled (a subsystem is linked to it): unlink its subsystems before changing addr_* or param_*";
+    if (port_attr)
+      return "the port is enabled (a subsystem is linked to it): unlink its subsystems before changing addr_* or param_*";
     return "permission denied (root is needed)";
   case EADDRINUSE: return "another port or program already listens on this address and port";
   case EINVAL:
@@ -50,7 +51,7 @@ void configfs_error(const std::string &path, const std::string &what, int err) {
 }
 
 bool exists(const std::string &path) {
-  struct stat st{};
+  struct stat st {};
   return lstat(path.c_str(), &st) == 0;
 }
 

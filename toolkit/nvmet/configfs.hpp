@@ -20,7 +20,7 @@ std::vector<std::string> list_dir(const std::string &path);
 // Things created in this run, undone in reverse order on failure.
 class Journal {
 public:
-  void mkdir(const std::string &path);            // no-op (not journaled) if it exists
+  void mkdir(const std::string &path); // no-op (not journaled) if it exists
   void write(const std::string &path, const std::string &value);
   void symlink(const std::string &target, const std::string &link);
   void on_undo(std::function<void()> f) { undo_.push_back(std::move(f)); }

@@ -58,7 +58,8 @@ ConnectResult connect_job(const ConnectRequest &r) {
       res.controllers.push_back(nvme_ctrl_get_name(c));
     }
   } catch (...) {
-    for (const auto &name : res.controllers) delete_controller(name);
+    for (const auto &name : res.controllers)
+      delete_controller(name);
     throw;
   }
   // The multipath head appears once the namespace is scanned.
@@ -73,7 +74,8 @@ ConnectResult connect_job(const ConnectRequest &r) {
   }
   std::filesystem::create_directories(std::filesystem::path(state_file).parent_path());
   std::ofstream st(state_file, std::ios::app);
-  for (const auto &name : res.controllers) st << name << ' ' << r.subnqn << '\n';
+  for (const auto &name : res.controllers)
+    st << name << ' ' << r.subnqn << '\n';
   if (res.device.empty()) throw std::runtime_error(fmt::format("connected {}, but no namespace appeared within 5 s", r.subnqn));
   return res;
 }

@@ -2,8 +2,8 @@
 // job files: create exactly what a job expects on nvmet (configfs), save and
 // restore nvmetcli JSON, connect the kernel host to a job's paths.
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
 #include <cstdlib>
+#include <fmt/format.h>
 #include <fstream>
 #include <iostream>
 
@@ -29,7 +29,8 @@ std::string job_option(const std::vector<JobSection> &jobs, const std::string &k
   std::string v;
   for (const auto &j : jobs) {
     const std::string x = j.get(key).value_or("");
-    if (!v.empty() && !x.empty() && x != v) throw std::runtime_error(fmt::format("{}: jobs disagree on {}= ('{}' and '{}')", path, key, v, x));
+    if (!v.empty() && !x.empty() && x != v)
+      throw std::runtime_error(fmt::format("{}: jobs disagree on {}= ('{}' and '{}')", path, key, v, x));
     if (!x.empty()) v = x;
   }
   return v;
@@ -105,7 +106,8 @@ int main(int argc, char **argv) {
         for (const auto &a : ana) {
           const auto c = a.find(':');
           if (c == std::string::npos || !target::parse_ana_state(a.substr(c + 1)))
-            return fail(fmt::format("--ana {}: expected PATH:STATE with STATE optimized, non-optimized, inaccessible, persistent-loss or change", a));
+            return fail(fmt::format(
+                "--ana {}: expected PATH:STATE with STATE optimized, non-optimized, inaccessible, persistent-loss or change", a));
           o.ana[std::stoul(a.substr(0, c))] = a.substr(c + 1);
         }
         if (const std::string prio = job_option(jobs, "sk_priority", job); !prio.empty()) {
@@ -116,11 +118,13 @@ int main(int argc, char **argv) {
           fmt::print("port {} {} {} -> {}\n", p.id, tr, p.address, cfg.subsystems.front().nqn);
         for (const auto &s : cfg.subsystems)
           for (const auto &n : s.namespaces)
-            fmt::print("namespace {} {}: {}\n", s.nqn, n.nsid, o.devices.count(n.nsid) ? o.devices.at(n.nsid) : fmt::format("RAM {} bytes", n.size));
+            fmt::print("namespace {} {}: {}\n", s.nqn, n.nsid,
+                       o.devices.count(n.nsid) ? o.devices.at(n.nsid) : fmt::format("RAM {} bytes", n.size));
       } else {
         ConnectRequest r;
         r.subnqn = cfg.subsystems.front().nqn;
-        for (const auto &p : cfg.ports) r.paths.push_back(p.addr);
+        for (const auto &p : cfg.ports)
+          r.paths.push_back(p.addr);
         r.transport = tr;
         r.host_traddr = host_traddr;
         r.host_iface = host_iface;
@@ -130,7 +134,8 @@ int main(int argc, char **argv) {
         if (!r.iopolicy.empty() && std::find(kIoPolicies.begin(), kIoPolicies.end(), r.iopolicy) == kIoPolicies.end())
           return fail(fmt::format("{}: iopolicy={} (accepted: numa, round-robin, queue-depth)", job, r.iopolicy));
         const ConnectResult res = connect_job(r);
-        for (const auto &c : res.controllers) fmt::print("controller {}\n", c);
+        for (const auto &c : res.controllers)
+          fmt::print("controller {}\n", c);
         fmt::print("subsystem {}{}\n", res.subsystem, r.iopolicy.empty() ? "" : " iopolicy=" + r.iopolicy);
         fmt::print("device {}\n", res.device);
       }
@@ -154,7 +159,8 @@ int main(int argc, char **argv) {
     } else if (clear_cmd->parsed()) {
       clear(remove_ram ? ram_dir : "");
     } else {
-      for (const auto &c : disconnect_recorded()) fmt::print("disconnected {}\n", c);
+      for (const auto &c : disconnect_recorded())
+        fmt::print("disconnected {}\n", c);
     }
   } catch (const std::exception &e) {
     return fail(e.what());

@@ -18,7 +18,8 @@ using nlohmann::json;
 
 void require_nvmet() {
   if (geteuid() != 0) throw std::runtime_error("configuring the kernel target needs root");
-  if (nvmet_root.rfind("/sys/kernel/config", 0) == 0 && !exists("/sys/kernel/config")) throw std::runtime_error("/sys/kernel/config: configfs is not mounted (mount -t configfs none /sys/kernel/config)");
+  if (nvmet_root.rfind("/sys/kernel/config", 0) == 0 && !exists("/sys/kernel/config"))
+    throw std::runtime_error("/sys/kernel/config: configfs is not mounted (mount -t configfs none /sys/kernel/config)");
   if (!exists(nvmet_root)) throw std::runtime_error(fmt::format("{}: missing: load the nvmet and nvmet-tcp modules", nvmet_root));
 }
 
@@ -37,7 +38,7 @@ static std::string ram_file(Journal &j, const std::string &dir, const std::strin
   const bool existed = exists(path);
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) configfs_error(path, "create", errno);
-  struct stat st{};
+  struct stat st {};
   fstat(fd, &st);
   if (static_cast<uint64_t>(st.st_size) < size && ftruncate(fd, static_cast<off_t>(size)) < 0) {
     const int err = errno;
@@ -65,7 +66,8 @@ static void apply_namespace(Journal &j, const std::string &nqn, const target::Na
 static std::string find_port(const std::string &trtype, const PathAddr &a) {
   for (const std::string &id : list_dir(nvmet_root + "/ports")) {
     const std::string p = port_path(id);
-    if (read_attr(p + "/addr_trtype") == trtype && read_attr(p + "/addr_traddr") == a.addr && read_attr(p + "/addr_trsvcid") == a.service)
+    if (read_attr(p + "/addr_trtype") == trtype && read_attr(p + "/addr_traddr") == a.addr &&
+        read_attr(p + "/addr_trsvcid") == a.service)
       return id;
   }
   return "";
@@ -73,7 +75,8 @@ static std::string find_port(const std::string &trtype, const PathAddr &a) {
 
 static std::string next_port_id() {
   unsigned max = 0;
-  for (const std::string &id : list_dir(nvmet_root + "/ports")) max = std::max(max, static_cast<unsigned>(std::stoul(id)));
+  for (const std::string &id : list_dir(nvmet_root + "/ports"))
+    max = std::max(max, static_cast<unsigned>(std::stoul(id)));
   return std::to_string(max + 1);
 }
 
@@ -81,7 +84,8 @@ std::vector<AppliedPort> apply(const target::TargetConfig &cfg, const ApplyOptio
   require_nvmet();
   Journal j;
   std::vector<AppliedPort> ports;
-  for (const auto &h : o.allowed_hosts) j.mkdir(nvmet_root + "/hosts/" + h);
+  for (const auto &h : o.allowed_hosts)
+    j.mkdir(nvmet_root + "/hosts/" + h);
   for (const auto &s : cfg.subsystems) {
     const std::string sp = sub_path(s.nqn);
     j.mkdir(sp);
@@ -89,9 +93,11 @@ std::vector<AppliedPort> apply(const target::TargetConfig &cfg, const ApplyOptio
       j.write(sp + "/attr_allow_any_host", "1");
     } else {
       j.write(sp + "/attr_allow_any_host", "0");
-      for (const auto &h : o.allowed_hosts) j.symlink(nvmet_root + "/hosts/" + h, sp + "/allowed_hosts/" + h);
+      for (const auto &h : o.allowed_hosts)
+        j.symlink(nvmet_root + "/hosts/" + h, sp + "/allowed_hosts/" + h);
     }
-    for (const auto &n : s.namespaces) apply_namespace(j, s.nqn, n, o);
+    for (const auto &n : s.namespaces)
+      apply_namespace(j, s.nqn, n, o);
   }
   if (o.so_priority) j.write("/sys/module/nvmet_tcp/parameters/so_priority", std::to_string(*o.so_priority));
   for (size_t i = 0; i < cfg.ports.size(); i++) {
@@ -109,7 +115,8 @@ std::vector<AppliedPort> apply(const target::TargetConfig &cfg, const ApplyOptio
       j.write(p + "/param_inline_data_size", std::to_string(*o.inline_data_size));
     if (auto it = o.ana.find(i + 1); it != o.ana.end()) j.write(p + "/ana_groups/1/ana_state", it->second);
     // Linking a subsystem enables the port: the last step.
-    for (const auto &s : cfg.subsystems) j.symlink(sub_path(s.nqn), p + "/subsystems/" + s.nqn);
+    for (const auto &s : cfg.subsystems)
+      j.symlink(sub_path(s.nqn), p + "/subsystems/" + s.nqn);
     ports.push_back({id, a.display()});
   }
   j.commit();
@@ -119,19 +126,23 @@ std::vector<AppliedPort> apply(const target::TargetConfig &cfg, const ApplyOptio
 json save() {
   require_nvmet();
   json out = {{"hosts", json::array()}, {"ports", json::array()}, {"subsystems", json::array()}};
-  for (const auto &h : list_dir(nvmet_root + "/hosts")) out["hosts"].push_back({{"nqn", h}});
+  for (const auto &h : list_dir(nvmet_root + "/hosts"))
+    out["hosts"].push_back({{"nqn", h}});
   for (const auto &nqn : list_dir(nvmet_root + "/subsystems")) {
     const std::string sp = sub_path(nqn);
     json s = {{"nqn", nqn}, {"attr", json::object()}, {"namespaces", json::array()}, {"allowed_hosts", json::array()}};
     for (const auto &f : list_dir(sp))
       if (f.rfind("attr_", 0) == 0 && f != "attr_qid_max") s["attr"][f.substr(5)] = read_attr(sp + "/" + f);
-    for (const auto &h : list_dir(sp + "/allowed_hosts")) s["allowed_hosts"].push_back(h);
+    for (const auto &h : list_dir(sp + "/allowed_hosts"))
+      s["allowed_hosts"].push_back(h);
     for (const auto &id : list_dir(sp + "/namespaces")) {
       const std::string np = sp + "/namespaces/" + id;
       json n = {{"nsid", std::stoul(id)},
                 {"enable", read_attr(np + "/enable") == "1" ? 1 : 0},
-                {"device", {{"path", read_attr(np + "/device_path")}, {"uuid", read_attr(np + "/device_uuid")},
-                            {"nguid", read_attr(np + "/device_nguid")}}}};
+                {"device",
+                 {{"path", read_attr(np + "/device_path")},
+                  {"uuid", read_attr(np + "/device_uuid")},
+                  {"nguid", read_attr(np + "/device_nguid")}}}};
       if (exists(np + "/ana_grpid")) n["ana_grpid"] = std::stoul(read_attr(np + "/ana_grpid"));
       if (read_attr(np + "/buffered_io") == "1") n["buffered_io"] = 1;
       s["namespaces"].push_back(n);
@@ -140,15 +151,17 @@ json save() {
   }
   for (const auto &id : list_dir(nvmet_root + "/ports")) {
     const std::string p = port_path(id);
-    json port = {{"portid", std::stoul(id)}, {"addr", json::object()}, {"param", json::object()}, {"subsystems", json::array()},
-                 {"ana_groups", json::array()}, {"referrals", json::array()}};
+    json port = {{"portid", std::stoul(id)},    {"addr", json::object()},      {"param", json::object()},
+                 {"subsystems", json::array()}, {"ana_groups", json::array()}, {"referrals", json::array()}};
     for (const auto &f : list_dir(p)) {
       if (f.rfind("addr_", 0) == 0) port["addr"][f.substr(5)] = read_attr(p + "/" + f);
       if (f.rfind("param_", 0) == 0) port["param"][f.substr(6)] = read_attr(p + "/" + f);
     }
-    for (const auto &s : list_dir(p + "/subsystems")) port["subsystems"].push_back(s);
+    for (const auto &s : list_dir(p + "/subsystems"))
+      port["subsystems"].push_back(s);
     for (const auto &g : list_dir(p + "/ana_groups"))
-      port["ana_groups"].push_back({{"grpid", std::stoul(g)}, {"ana", {{"state", read_attr(p + "/ana_groups/" + g + "/ana_state")}}}});
+      port["ana_groups"].push_back(
+          {{"grpid", std::stoul(g)}, {"ana", {{"state", read_attr(p + "/ana_groups/" + g + "/ana_state")}}}});
     out["ports"].push_back(port);
   }
   return out;
@@ -158,8 +171,10 @@ void clear(const std::string &ram_dir) {
   require_nvmet();
   for (const auto &id : list_dir(nvmet_root + "/ports")) {
     const std::string p = port_path(id);
-    for (const auto &s : list_dir(p + "/subsystems")) remove_link(p + "/subsystems/" + s, true);
-    for (const auto &r : list_dir(p + "/referrals")) remove_dir(p + "/referrals/" + r, true);
+    for (const auto &s : list_dir(p + "/subsystems"))
+      remove_link(p + "/subsystems/" + s, true);
+    for (const auto &r : list_dir(p + "/referrals"))
+      remove_dir(p + "/referrals/" + r, true);
     for (const auto &g : list_dir(p + "/ana_groups"))
       if (g != "1") remove_dir(p + "/ana_groups/" + g, true);
     remove_dir(p, true);
@@ -173,10 +188,12 @@ void clear(const std::string &ram_dir) {
       j.commit();
       remove_dir(np, true);
     }
-    for (const auto &h : list_dir(sp + "/allowed_hosts")) remove_link(sp + "/allowed_hosts/" + h, true);
+    for (const auto &h : list_dir(sp + "/allowed_hosts"))
+      remove_link(sp + "/allowed_hosts/" + h, true);
     remove_dir(sp, true);
   }
-  for (const auto &h : list_dir(nvmet_root + "/hosts")) remove_dir(nvmet_root + "/hosts/" + h, true);
+  for (const auto &h : list_dir(nvmet_root + "/hosts"))
+    remove_dir(nvmet_root + "/hosts/" + h, true);
   std::error_code ec;
   if (!ram_dir.empty() && fs::is_directory(ram_dir, ec))
     for (const auto &e : fs::directory_iterator(ram_dir, ec))
@@ -193,7 +210,8 @@ void restore(const json &in) {
   require_nvmet();
   clear(""); // objects only: RAM files may back the configuration being restored
   Journal j;
-  for (const auto &h : in.value("hosts", json::array())) j.mkdir(nvmet_root + "/hosts/" + jstr(h, "nqn"));
+  for (const auto &h : in.value("hosts", json::array()))
+    j.mkdir(nvmet_root + "/hosts/" + jstr(h, "nqn"));
   for (const auto &s : in.value("subsystems", json::array())) {
     const std::string nqn = jstr(s, "nqn");
     if (nqn.empty()) throw std::runtime_error("subsystems[]: nqn missing");
@@ -202,10 +220,12 @@ void restore(const json &in) {
     // Named copies: ranging over .items() of a temporary would dangle.
     const json attrs = s.value("attr", json::object());
     for (auto &[k, v] : attrs.items()) {
-      if (k == "version" || k == "qid_max" || k == "cntlid_min" || k == "cntlid_max" || k == "firmware" || k == "ieee_oui") continue;
+      if (k == "version" || k == "qid_max" || k == "cntlid_min" || k == "cntlid_max" || k == "firmware" || k == "ieee_oui")
+        continue;
       if (exists(sp + "/attr_" + k)) j.write(sp + "/attr_" + k, v.is_string() ? v.get<std::string>() : v.dump());
     }
-    for (const auto &h : s.value("allowed_hosts", json::array())) j.symlink(nvmet_root + "/hosts/" + h.get<std::string>(), sp + "/allowed_hosts/" + h.get<std::string>());
+    for (const auto &h : s.value("allowed_hosts", json::array()))
+      j.symlink(nvmet_root + "/hosts/" + h.get<std::string>(), sp + "/allowed_hosts/" + h.get<std::string>());
     for (const auto &n : s.value("namespaces", json::array())) {
       const std::string np = fmt::format("{}/namespaces/{}", sp, n.value("nsid", 1));
       j.mkdir(np);
@@ -213,7 +233,8 @@ void restore(const json &in) {
       j.write(np + "/device_path", jstr(dev, "path"));
       if (!jstr(dev, "uuid").empty()) j.write(np + "/device_uuid", jstr(dev, "uuid"));
       if (!jstr(dev, "nguid").empty()) j.write(np + "/device_nguid", jstr(dev, "nguid"));
-      if (n.contains("ana_grpid") && exists(np + "/ana_grpid")) j.write(np + "/ana_grpid", std::to_string(n["ana_grpid"].get<unsigned>()));
+      if (n.contains("ana_grpid") && exists(np + "/ana_grpid"))
+        j.write(np + "/ana_grpid", std::to_string(n["ana_grpid"].get<unsigned>()));
       if (n.value("buffered_io", 0) && exists(np + "/buffered_io")) j.write(np + "/buffered_io", "1");
       if (n.value("enable", 1)) j.write(np + "/enable", "1");
     }
@@ -222,7 +243,8 @@ void restore(const json &in) {
     const std::string pp = port_path(std::to_string(p.value("portid", 1)));
     j.mkdir(pp);
     const json addr = p.value("addr", json::object()), param = p.value("param", json::object());
-    for (auto &[k, v] : addr.items()) j.write(pp + "/addr_" + k, v.get<std::string>());
+    for (auto &[k, v] : addr.items())
+      j.write(pp + "/addr_" + k, v.get<std::string>());
     for (auto &[k, v] : param.items())
       if (exists(pp + "/param_" + k)) j.write(pp + "/param_" + k, v.is_string() ? v.get<std::string>() : v.dump());
     for (const auto &g : p.value("ana_groups", json::array())) {
@@ -230,7 +252,8 @@ void restore(const json &in) {
       j.mkdir(gp);
       j.write(gp + "/ana_state", jstr(g.value("ana", json::object()), "state"));
     }
-    for (const auto &s : p.value("subsystems", json::array())) j.symlink(sub_path(s.get<std::string>()), pp + "/subsystems/" + s.get<std::string>());
+    for (const auto &s : p.value("subsystems", json::array()))
+      j.symlink(sub_path(s.get<std::string>()), pp + "/subsystems/" + s.get<std::string>());
   }
   j.commit();
 }

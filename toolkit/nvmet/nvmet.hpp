@@ -13,13 +13,13 @@
 namespace mpnvme::toolkit {
 
 struct ApplyOptions {
-  std::string trtype;                     // tcp or mptcp
+  std::string trtype;                      // tcp or mptcp
   std::map<uint32_t, std::string> devices; // nsid -> device or file path (else a RAM file)
   std::string ram_dir = "/dev/shm/mpnvme-nvmet";
   std::optional<uint32_t> inline_data_size;
   std::vector<std::string> allowed_hosts; // empty: any host
-  std::map<size_t, std::string> ana;       // path index (1-based) -> ANA state of group 1
-  std::optional<unsigned> so_priority;     // nvmet_tcp so_priority
+  std::map<size_t, std::string> ana;      // path index (1-based) -> ANA state of group 1
+  std::optional<unsigned> so_priority;    // nvmet_tcp so_priority
 };
 
 struct AppliedPort {

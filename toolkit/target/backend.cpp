@@ -18,21 +18,21 @@ std::unique_ptr<Backend> Backend::open(const NamespaceConfig &cfg) {
   b->kind_ = cfg.backing;
   b->lba_ = cfg.lba;
   switch (cfg.backing) {
-  case Backing::Null:
-    b->bytes_ = cfg.size;
-    break;
+  case Backing::Null: b->bytes_ = cfg.size; break;
   case Backing::Ram: {
     b->bytes_ = cfg.size;
     // MAP_NORESERVE: pages are only committed when written.
     void *m = mmap(nullptr, cfg.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) throw std::runtime_error(fmt::format("namespace {} ({}): mmap: {}", cfg.nsid, cfg.spec(), strerror(errno)));
+    if (m == MAP_FAILED)
+      throw std::runtime_error(fmt::format("namespace {} ({}): mmap: {}", cfg.nsid, cfg.spec(), strerror(errno)));
     b->mem_ = static_cast<uint8_t *>(m);
     break;
   }
   case Backing::File: {
     b->fd_ = ::open(cfg.path.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);
-    if (b->fd_ < 0) throw std::runtime_error(fmt::format("namespace {}: open {} (O_DIRECT): {}", cfg.nsid, cfg.path, strerror(errno)));
-    struct stat st{};
+    if (b->fd_ < 0)
+      throw std::runtime_error(fmt::format("namespace {}: open {} (O_DIRECT): {}", cfg.nsid, cfg.path, strerror(errno)));
+    struct stat st {};
     fstat(b->fd_, &st);
     if (S_ISBLK(st.st_mode)) {
       uint64_t sz = 0;
@@ -44,7 +44,8 @@ std::unique_ptr<Backend> Backend::open(const NamespaceConfig &cfg) {
       throw std::runtime_error(fmt::format("namespace {}: {} is neither a regular file nor a block device", cfg.nsid, cfg.path));
     }
     b->bytes_ -= b->bytes_ % cfg.lba;
-    if (!b->bytes_) throw std::runtime_error(fmt::format("namespace {}: {} is smaller than one {}-byte block", cfg.nsid, cfg.path, cfg.lba));
+    if (!b->bytes_)
+      throw std::runtime_error(fmt::format("namespace {}: {} is smaller than one {}-byte block", cfg.nsid, cfg.path, cfg.lba));
     break;
   }
   }

@@ -19,11 +19,11 @@ using wire::put32;
 using wire::put64;
 
 namespace {
-constexpr uint16_t kSeqError = make_status(0, 0x0c);             // Command Sequence Error
-constexpr uint16_t kInvalidNs = make_status(0, 0x0b, true);      // Invalid Namespace or Format
+constexpr uint16_t kSeqError = make_status(0, 0x0c);        // Command Sequence Error
+constexpr uint16_t kInvalidNs = make_status(0, 0x0b, true); // Invalid Namespace or Format
 constexpr uint16_t kSglLengthInvalid = make_status(0, 0x0f, true);
-constexpr uint16_t kAerLimit = make_status(1, 0x05);             // Asynchronous Event Request Limit Exceeded
-constexpr uint16_t kCtrlBusy = make_status(1, 0x81);             // Connect Controller Busy
+constexpr uint16_t kAerLimit = make_status(1, 0x05); // Asynchronous Event Request Limit Exceeded
+constexpr uint16_t kCtrlBusy = make_status(1, 0x81); // Connect Controller Busy
 constexpr uint16_t kAnaInaccessible = make_status(3, 0x02);
 constexpr uint16_t kAnaPersistentLoss = make_status(3, 0x01);
 constexpr uint16_t kAnaTransition = make_status(3, 0x03);
@@ -80,7 +80,8 @@ void Connection::complete(uint16_t slot, uint16_t status, uint32_t dw0, uint32_t
   c.dw1 = dw1;
   if (status) {
     stats_.errors++;
-    log().debug("{} qid {}: cid {:#x} {} failed: {}", label_, qid_, c.cid, opcode_name(c.sqe.opcode(), qid_ == 0), status_string(status));
+    log().debug("{} qid {}: cid {:#x} {} failed: {}", label_, qid_, c.cid, opcode_name(c.sqe.opcode(), qid_ == 0),
+                status_string(status));
   }
   finish(slot);
 }
@@ -112,7 +113,7 @@ void Connection::connect(Cmd &c, uint16_t slot) {
   const uint8_t cattr = s[46];
   const uint32_t kato = wire::get32(s, 48);
   if (ctrl_) return complete(slot, kStatusConnectInvalidParam, invalid_param(false, 42)); // second Connect
-  if (recfmt != 0) return complete(slot, make_status(1, 0x80, true));                   // incompatible format
+  if (recfmt != 0) return complete(slot, make_status(1, 0x80, true));                     // incompatible format
   if (c.data_len < kConnectDataLen) return complete(slot, kSglLengthInvalid);
   const ConnectData d = decode_connect_data(c.buf);
   const uint32_t entries = reg_.config().queue_entries;
@@ -137,7 +138,8 @@ void Connection::connect(Cmd &c, uint16_t slot) {
     if (ctrl->hostnqn != d.hostnqn) return complete(slot, kStatusConnectInvalidParam, invalid_param(true, 512));
     std::lock_guard lk(ctrl->mu);
     if (!(ctrl->csts & kCstsRdy)) return complete(slot, kSeqError);
-    if (qid > ctrl->granted_queues || ctrl->io_qids.count(qid)) return complete(slot, kStatusConnectInvalidParam, invalid_param(false, 42));
+    if (qid > ctrl->granted_queues || ctrl->io_qids.count(qid))
+      return complete(slot, kStatusConnectInvalidParam, invalid_param(false, 42));
     ctrl->io_qids.insert(qid);
     ctrl_ = ctrl;
   }
@@ -177,8 +179,10 @@ void Connection::property_set(Cmd &c, uint16_t slot) {
   ctrl_->cc = v;
   if ((v & kCcEnable) && !(old & kCcEnable)) {
     const uint32_t iosqes = (v >> 16) & 0xf, iocqes = (v >> 20) & 0xf, mps = (v >> 7) & 0xf, css = (v >> 4) & 7;
-    if ((!ctrl_->subsys.discovery && (iosqes != 6 || iocqes != 4)) || mps != 0 || css != 0) ctrl_->csts = kCstsCfs;
-    else ctrl_->csts = kCstsRdy;
+    if ((!ctrl_->subsys.discovery && (iosqes != 6 || iocqes != 4)) || mps != 0 || css != 0)
+      ctrl_->csts = kCstsCfs;
+    else
+      ctrl_->csts = kCstsRdy;
   } else if (!(v & kCcEnable) && (old & kCcEnable)) {
     ctrl_->csts = 0; // controller reset
   }
@@ -251,7 +255,8 @@ void Connection::identify(Cmd &c, uint16_t slot) {
     id->cqes = 0x44;
     id->maxcmd = static_cast<uint16_t>(cfg.queue_entries);
     uint32_t nn = 0;
-    for (auto &[nsid, ns] : sub.namespaces) nn = std::max(nn, nsid);
+    for (auto &[nsid, ns] : sub.namespaces)
+      nn = std::max(nn, nsid);
     id->nn = id->mnan = sub.discovery ? 0 : std::max(nn, 1u);
     id->oncs = sub.discovery ? 0 : (kOncsDsm | kOncsWriteZeroes);
     id->vwc = sub.discovery ? 0 : 1; // Flush matters for file namespaces
@@ -277,7 +282,7 @@ void Connection::identify(Cmd &c, uint16_t slot) {
     id->nsze = id->ncap = id->nuse = ns.backend->blocks();
     id->nlbaf = 0; // one format (0's based)
     id->flbas = 0;
-    id->nmic = 1;  // may be shared by controllers
+    id->nmic = 1;                                               // may be shared by controllers
     id->dlfeat = ns.backend->kind() == Backing::File ? 0 : 0x9; // deallocated blocks read as zeroes
     id->anagrpid = ns.cfg.anagrpid;
     std::memcpy(id->nguid, ns.cfg.nguid.data(), sizeof id->nguid);
@@ -319,28 +324,35 @@ void Connection::get_log_page(Cmd &c, uint16_t slot) {
   const Subsystem &sub = ctrl_->subsys;
   std::vector<uint8_t> page;
   switch (lid) {
-  case 0x01: page.assign(64, 0); break;                 // error information: empty
-  case 0x02: page.assign(512, 0); put16(page.data(), 1, 273 + 20); break; // SMART: 20 C
-  case 0x03:                                             // firmware slot
+  case 0x01: page.assign(64, 0); break; // error information: empty
+  case 0x02:
+    page.assign(512, 0);
+    put16(page.data(), 1, 273 + 20);
+    break;   // SMART: 20 C
+  case 0x03: // firmware slot
     page.assign(512, 0);
     page[0] = 1;
     std::memcpy(page.data() + 8, "0.1.0   ", 8);
     break;
-  case 0x04: page.assign(4096, 0); break;               // changed namespaces: none
-  case 0x05: {                                           // commands supported and effects
+  case 0x04: page.assign(4096, 0); break; // changed namespaces: none
+  case 0x05: {                            // commands supported and effects
     page.assign(4096, 0);
-    for (uint8_t op : {kAdminGetLogPage, kAdminIdentify, kAdminSetFeatures, kAdminGetFeatures, kAdminAsyncEvent, kAdminKeepAlive, uint8_t(0x08)})
+    for (uint8_t op : {kAdminGetLogPage, kAdminIdentify, kAdminSetFeatures, kAdminGetFeatures, kAdminAsyncEvent, kAdminKeepAlive,
+                       uint8_t(0x08)})
       put32(page.data(), op * 4u, 1);
-    for (uint8_t op : {kCmdFlush, kCmdWrite, kCmdRead, kCmdWriteZeroes, kCmdDsm}) put32(page.data(), 1024 + op * 4u, 1);
+    for (uint8_t op : {kCmdFlush, kCmdWrite, kCmdRead, kCmdWriteZeroes, kCmdDsm})
+      put32(page.data(), 1024 + op * 4u, 1);
     break;
   }
-  case 0x0c: {                                           // ANA
+  case 0x0c: { // ANA
     if (sub.discovery) return complete(slot, kStatusInvalidField);
     const bool groups_only = lsp & 1;
     const auto states = port_.ana_groups();
     std::map<uint32_t, std::vector<uint32_t>> groups; // every group with a namespace or a state
-    for (auto &[id, ns] : sub.namespaces) groups[ns.cfg.anagrpid].push_back(id);
-    for (auto &[g, st] : states) groups[g];
+    for (auto &[id, ns] : sub.namespaces)
+      groups[ns.cfg.anagrpid].push_back(id);
+    for (auto &[g, st] : states)
+      groups[g];
     page.assign(16, 0);
     put64(page.data(), 0, port_.ana_change_count());
     put16(page.data(), 8, static_cast<uint16_t>(groups.size()));
@@ -351,11 +363,12 @@ void Connection::get_log_page(Cmd &c, uint16_t slot) {
       put32(page.data(), at + 4, groups_only ? 0 : static_cast<uint32_t>(nsids.size()));
       put64(page.data(), at + 8, port_.ana_change_count());
       page[at + 16] = static_cast<uint8_t>(port_.ana(g));
-      for (size_t k = 0; !groups_only && k < nsids.size(); k++) put32(page.data(), at + 32 + 4 * k, nsids[k]);
+      for (size_t k = 0; !groups_only && k < nsids.size(); k++)
+        put32(page.data(), at + 32 + 4 * k, nsids[k]);
     }
     break;
   }
-  case 0x70: {                                           // discovery
+  case 0x70: { // discovery
     if (!sub.discovery) return complete(slot, kStatusInvalidField);
     page.assign(1024, 0);
     uint64_t records = 0;
@@ -373,8 +386,8 @@ void Connection::get_log_page(Cmd &c, uint16_t slot) {
         e[2] = 2;                                      // SUBTYPE: NVMe subsystem
         e[3] = 0;                                      // TREQ: not specified
         put16(e, 4, pc.id);
-        put16(e, 6, 0xffff);                           // CNTLID: dynamic
-        put16(e, 8, 32);                               // ASQSZ
+        put16(e, 6, 0xffff); // CNTLID: dynamic
+        put16(e, 8, 32);     // ASQSZ
         put_str(e + 32, 32, pc.addr.service);
         std::memcpy(e + 256, sc.nqn.data(), std::min<size_t>(sc.nqn.size(), 255));
         put_str(e + 512, 256, pc.addr.addr);
@@ -415,14 +428,18 @@ void Connection::features(Cmd &c, uint16_t slot, bool set) {
   case 0x0b: // asynchronous event configuration
     if (set) ctrl_->aen_config = v;
     return complete(slot, 0, ctrl_->aen_config);
-  case 0x06: return complete(slot, 0, 1); // volatile write cache: enabled
-  case 0x81: { // host identifier (128-bit, EXHID)
+  case 0x06: return complete(slot, 0, 1);                       // volatile write cache: enabled
+  case 0x81: {                                                  // host identifier (128-bit, EXHID)
     if (set) return complete(slot, make_status(1, 0x0d, true)); // not changeable
     if (!ensure_buf(c, 16)) return complete(slot, kStatusInternal);
     std::memcpy(c.buf, ctrl_->hostid.data(), 16);
     return return_data(c, slot, 16);
   }
-  case 0x01: case 0x02: case 0x04: case 0x05: case 0x08: // arbitration, power, temperature, error recovery, interrupt coalescing
+  case 0x01:
+  case 0x02:
+  case 0x04:
+  case 0x05:
+  case 0x08: // arbitration, power, temperature, error recovery, interrupt coalescing
     return complete(slot, 0, 0);
   default: return complete(slot, kStatusInvalidField);
   }
@@ -556,7 +573,8 @@ void Connection::on_file_done(uint16_t slot, int res) {
     return;
   }
   if (res < 0) {
-    log().error("{} qid {}: cid {:#x} {}: backend I/O failed: {}", label_, qid_, c.cid, opcode_name(c.sqe.opcode(), false), strerror(-res));
+    log().error("{} qid {}: cid {:#x} {}: backend I/O failed: {}", label_, qid_, c.cid, opcode_name(c.sqe.opcode(), false),
+                strerror(-res));
     return complete(slot, res == -ENOSPC ? make_status(0, 0x81, true) : make_status(2, 0x80)); // capacity exceeded / write fault
   }
   if (c.sqe.opcode() == kCmdRead) {
@@ -574,7 +592,8 @@ bool Connection::poll(std::chrono::steady_clock::time_point now) {
   }
   if (ctrl_) {
     if (qid_ == 0 && !ctrl_->dead && ctrl_->kato_expired(now)) {
-      log().warn("{}: keep alive timeout ({} ms) for host {}: controller {} torn down", label_, ctrl_->kato_ms, ctrl_->hostnqn, ctrl_->cntlid);
+      log().warn("{}: keep alive timeout ({} ms) for host {}: controller {} torn down", label_, ctrl_->kato_ms, ctrl_->hostnqn,
+                 ctrl_->cntlid);
       ctrl_->dead = true;
     }
     if (ctrl_->dead) {

@@ -1,7 +1,7 @@
 #include "config.hpp"
 
-#include <fmt/format.h>
 #include <cstring>
+#include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -25,7 +25,8 @@ const char *ana_state_name(AnaState s) {
 }
 
 std::optional<AnaState> parse_ana_state(const std::string &s) {
-  for (AnaState a : {AnaState::Optimized, AnaState::NonOptimized, AnaState::Inaccessible, AnaState::PersistentLoss, AnaState::Change})
+  for (AnaState a :
+       {AnaState::Optimized, AnaState::NonOptimized, AnaState::Inaccessible, AnaState::PersistentLoss, AnaState::Change})
     if (s == ana_state_name(a)) return a;
   return std::nullopt;
 }
@@ -107,7 +108,8 @@ std::string jstr(const json &j, const char *key, const std::string &where, const
 
 PathAddr port_addr(const json &addr, const std::string &where) {
   const std::string fam = jstr(addr, "adrfam", where + ".addr", "ipv4");
-  if (fam != "ipv4" && fam != "ipv6") throw std::runtime_error(fmt::format("{}.addr.adrfam: '{}' (accepted: ipv4, ipv6)", where, fam));
+  if (fam != "ipv4" && fam != "ipv6")
+    throw std::runtime_error(fmt::format("{}.addr.adrfam: '{}' (accepted: ipv4, ipv6)", where, fam));
   PathAddr p;
   p.addr = jstr(addr, "traddr", where + ".addr");
   p.service = jstr(addr, "trsvcid", where + ".addr", "4420");
@@ -147,7 +149,8 @@ TargetConfig load_json_config(const std::string &path) {
     sc.allow_any_host = jstr(attr, "allow_any_host", where + ".attr", "1") == "1";
     sc.serial = jstr(attr, "serial", where + ".attr");
     sc.model = jstr(attr, "model", where + ".attr", sc.model);
-    for (const json &h : s.value("allowed_hosts", json::array())) sc.allowed_hosts.push_back(h.get<std::string>());
+    for (const json &h : s.value("allowed_hosts", json::array()))
+      sc.allowed_hosts.push_back(h.get<std::string>());
     const json nss = s.value("namespaces", json::array());
     for (size_t k = 0; k < nss.size(); k++) {
       const json &n = nss[k];
@@ -172,9 +175,12 @@ TargetConfig load_json_config(const std::string &path) {
     const json addr = p.value("addr", json::object());
     pc.addr = port_addr(addr, where);
     const std::string tr = jstr(addr, "trtype", where + ".addr", "mptcp");
-    if (tr == "tcp") pc.transport = Transport::Tcp;
-    else if (tr == "mptcp") pc.transport = Transport::Mptcp;
-    else throw std::runtime_error(fmt::format("{}.addr.trtype: '{}' (accepted: tcp, mptcp)", where, tr));
+    if (tr == "tcp")
+      pc.transport = Transport::Tcp;
+    else if (tr == "mptcp")
+      pc.transport = Transport::Mptcp;
+    else
+      throw std::runtime_error(fmt::format("{}.addr.trtype: '{}' (accepted: tcp, mptcp)", where, tr));
     const json param = p.value("param", json::object());
     if (auto v = jopt_uint(param, "inline_data_size", 1u << 20, where + ".param")) pc.inline_data_size = *v;
     pc.sk_priority = jopt_uint(param, "so_priority", 0x7fffffff, where + ".param");
@@ -183,10 +189,14 @@ TargetConfig load_json_config(const std::string &path) {
       const uint32_t grp = g.value("grpid", 1u);
       const std::string st = jstr(g.value("ana", json::object()), "state", where + ".ana_groups");
       auto a = parse_ana_state(st);
-      if (!a) throw std::runtime_error(fmt::format("{}.ana_groups[grpid {}].ana.state: '{}' (accepted: optimized, non-optimized, inaccessible, persistent-loss, change)", where, grp, st));
+      if (!a)
+        throw std::runtime_error(fmt::format(
+            "{}.ana_groups[grpid {}].ana.state: '{}' (accepted: optimized, non-optimized, inaccessible, persistent-loss, change)",
+            where, grp, st));
       pc.ana[grp] = *a;
     }
-    for (const json &s : p.value("subsystems", json::array())) pc.subsystems.push_back(s.get<std::string>());
+    for (const json &s : p.value("subsystems", json::array()))
+      pc.subsystems.push_back(s.get<std::string>());
     c.ports.push_back(pc);
   }
   return c;

@@ -23,9 +23,9 @@ std::optional<AnaState> parse_ana_state(const std::string &s);
 struct NamespaceConfig {
   uint32_t nsid = 1;
   Backing backing = Backing::Ram;
-  std::string path;    // File: regular file or block device
-  uint64_t size = 0;   // bytes (Ram, Null; File: from the file)
-  uint32_t lba = 512;  // 512 or 4096
+  std::string path;   // File: regular file or block device
+  uint64_t size = 0;  // bytes (Ram, Null; File: from the file)
+  uint32_t lba = 512; // 512 or 4096
   uint32_t anagrpid = 1;
   bool enable = true;
   std::array<uint8_t, 16> uuid{}, nguid{};
@@ -46,7 +46,7 @@ struct PortConfig {
   Transport transport = Transport::Mptcp;
   std::optional<unsigned> sk_priority, tos;
   uint32_t inline_data_size = 16384;
-  std::map<uint32_t, AnaState> ana; // ANA group -> state (absent: optimized)
+  std::map<uint32_t, AnaState> ana;    // ANA group -> state (absent: optimized)
   std::vector<std::string> subsystems; // NQNs served here; empty = all
   AnaState ana_state(uint32_t grp) const;
 };
@@ -58,7 +58,7 @@ struct TargetConfig {
   unsigned threads = 1;
   uint32_t queue_entries = 128; // CAP.MQES + 1
   uint32_t max_io_queues = 128;
-  uint8_t mdts = 7;             // 2^7 * 4 KiB = 512 KiB
+  uint8_t mdts = 7; // 2^7 * 4 KiB = 512 KiB
   uint32_t maxh2cdata = 128 * 1024;
 };
 

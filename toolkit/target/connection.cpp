@@ -15,24 +15,26 @@ namespace mpnvme::target {
 namespace {
 constexpr size_t kRxBuffer = 64 * 1024;
 constexpr uint32_t kAdminInline = 8192;
-const uint8_t kZeros[128] = {};
 } // namespace
 
 Connection::Connection(Registry &reg, ConnIo &io, int fd, PortState &port, std::string peer)
     : reg_(reg), io_(io), fd_(fd), port_(port), peer_(std::move(peer)), port_counters_(reg.counters(port.cfg.id)),
-      inline_limit_(port.cfg.inline_data_size) {
+      inline_limit_(port.cfg.inline_data_size),
+      // R2T, C2HData and response per command at most, plus ICResp/TermReq.
+      tx_(static_cast<size_t>(reg.config().queue_entries) * 3 + 8) {
   label_ = fmt::format("port {} {}", port_.cfg.id, peer_);
   const uint32_t entries = reg_.config().queue_entries;
   cmds_.resize(entries);
   free_.reserve(entries);
-  for (size_t i = entries; i-- > 0;) free_.push_back(static_cast<uint16_t>(i));
-  tx_.resize(static_cast<size_t>(entries) * 3 + 8); // R2T, C2HData and response per command
+  for (size_t i = entries; i-- > 0;)
+    free_.push_back(static_cast<uint16_t>(i));
   rx_.resize(kRxBuffer);
   port_counters_.connections++;
 }
 
 Connection::~Connection() {
-  for (Cmd &c : cmds_) std::free(c.buf);
+  for (Cmd &c : cmds_)
+    std::free(c.buf);
   if (ctrl_) {
     if (qid_ == 0) { // the admin queue owns the controller association
       ctrl_->dead = true;
@@ -74,56 +76,22 @@ void Connection::on_received(size_t n) {
   process();
 }
 
-Connection::TxPdu *Connection::tx_alloc(int32_t slot) {
-  if (tx_count_ == tx_.size()) return nullptr;
-  TxPdu *t = &tx_[(tx_head_ + tx_count_) % tx_.size()];
-  tx_count_++;
-  t->pad = 0;
-  t->data = nullptr;
-  t->data_len = 0;
-  t->has_ddgst = false;
-  t->slot = slot;
-  if (slot >= 0) cmds_[static_cast<size_t>(slot)].in_ring++;
+SendRing::Pdu *Connection::tx_alloc(int32_t slot) {
+  SendRing::Pdu *t = tx_.alloc(slot);
+  if (t && slot >= 0) cmds_[static_cast<size_t>(slot)].in_ring++;
   return t;
 }
 
-size_t Connection::build_send(iovec *iov, size_t max) {
-  size_t n = 0, skip = tx_head_sent_;
-  for (size_t i = 0; i < tx_count_ && n + 4 <= max; i++) {
-    TxPdu &t = tx_[(tx_head_ + i) % tx_.size()];
-    auto add = [&](const void *base, size_t len) {
-      if (len <= skip) {
-        skip -= len;
-        return;
-      }
-      iov[n++] = {const_cast<uint8_t *>(static_cast<const uint8_t *>(base)) + skip, len - skip};
-      skip = 0;
-    };
-    add(t.hdr, t.hdr_len);
-    if (t.pad) add(kZeros, t.pad);
-    if (t.data_len) add(t.data, t.data_len);
-    if (t.has_ddgst) add(t.ddgst, 4);
-  }
-  return n;
-}
+size_t Connection::build_send(iovec *iov, size_t max) { return tx_.build_iov(iov, max); }
 
 void Connection::on_sent(size_t n) {
   stats_.tx_bytes += n;
   port_counters_.tx_bytes += n;
-  n += tx_head_sent_;
-  while (tx_count_) {
-    TxPdu &t = tx_[tx_head_];
-    const size_t len = t.hdr_len + t.pad + t.data_len + (t.has_ddgst ? 4 : 0);
-    if (n < len) break;
-    n -= len;
-    if (t.slot >= 0) {
-      Cmd &c = cmds_[static_cast<size_t>(t.slot)];
-      if (--c.in_ring == 0 && c.state == Cmd::State::Sending) release(static_cast<uint16_t>(t.slot));
-    }
-    tx_head_ = (tx_head_ + 1) % tx_.size();
-    tx_count_--;
-  }
-  tx_head_sent_ = n;
+  tx_.advance(n, [this](int32_t slot) {
+    if (slot < 0) return;
+    Cmd &c = cmds_[static_cast<size_t>(slot)];
+    if (--c.in_ring == 0 && c.state == Cmd::State::Sending) release(static_cast<uint16_t>(slot));
+  });
 }
 
 bool Connection::ensure_buf(Cmd &c, uint32_t len) {
@@ -146,7 +114,7 @@ void Connection::protocol_error(pdu::Fes fes, const char *what, const uint8_t *h
   log().warn("{}: protocol error in {} PDU (type {:#x} flags {:#x} hlen {} pdo {} plen {}): {}; sending C2HTermReq ({})", label_,
              pdu::type_name(c.type), c.type, c.flags, c.hlen, c.pdo, c.plen, what, pdu::fes_name(static_cast<uint16_t>(fes)));
   // Queued PDUs may be half way out already: the TermReq goes after them.
-  if (TxPdu *t = tx_alloc(-1)) {
+  if (SendRing::Pdu *t = tx_alloc(-1)) {
     t->hdr_len = static_cast<uint8_t>(
         pdu::encode_termreq(t->hdr, pdu::Type::C2HTermReq, {static_cast<uint16_t>(fes), fei}, hdr, std::min<size_t>(hlen, 128)));
     io_.want_send(*this);
@@ -167,7 +135,7 @@ bool Connection::handle_icreq(const uint8_t *h) {
   resp.cpda = 0;
   resp.digests = req.digests; // we support both digests
   resp.maxh2cdata = reg_.config().maxh2cdata;
-  TxPdu *t = tx_alloc(-1);
+  SendRing::Pdu *t = tx_alloc(-1);
   pdu::encode_icresp(t->hdr, resp);
   t->hdr_len = pdu::kIcLen;
   io_.want_send(*this);
@@ -179,9 +147,7 @@ void Connection::process() {
   while (!closing_) {
     const size_t avail = rx_len_ - rx_pos_;
     switch (rx_state_) {
-    case Rx::Discard:
-      rx_pos_ = rx_len_;
-      return;
+    case Rx::Discard: rx_pos_ = rx_len_; return;
     case Rx::Ic: {
       if (avail < pdu::kCommonLen) return;
       const pdu::Common c = pdu::decode_common(rx_.data() + rx_pos_);
@@ -232,8 +198,10 @@ void Connection::process() {
       data_dst_ += take;
       data_left_ -= static_cast<uint32_t>(take);
       if (data_left_) return;
-      if (dg_.data) rx_state_ = Rx::DataDigest;
-      else data_complete();
+      if (dg_.data)
+        rx_state_ = Rx::DataDigest;
+      else
+        data_complete();
       break;
     }
     case Rx::DataDigest: {
@@ -247,8 +215,10 @@ void Connection::process() {
         port_counters_.errors++;
         log().warn("{} qid {}: data digest mismatch for cid {:#x}: command failed", label_, qid_, cmds_[cur_slot_].cid);
         rx_state_ = Rx::Header;
-        if (cur_last_) complete(cur_slot_, nvme::kStatusTransientTransport);
-        else digest_failed_ = true;
+        if (cur_last_)
+          complete(cur_slot_, nvme::kStatusTransientTransport);
+        else
+          digest_failed_ = true;
         break;
       }
       data_complete();
@@ -271,9 +241,12 @@ void Connection::handle_header(const uint8_t *h, const pdu::Common &c) {
     protocol_error(pdu::Fes::HeaderDigestError, "header digest mismatch", h, c.hlen, 0);
     return;
   }
-  if (type == pdu::Type::CapsuleCmd) handle_capsule(h, c);
-  else if (type == pdu::Type::H2CData) handle_h2c_data(h, c);
-  else protocol_error(pdu::Fes::InvalidHeaderField, "unexpected PDU type", h, c.hlen, 0);
+  if (type == pdu::Type::CapsuleCmd)
+    handle_capsule(h, c);
+  else if (type == pdu::Type::H2CData)
+    handle_h2c_data(h, c);
+  else
+    protocol_error(pdu::Fes::InvalidHeaderField, "unexpected PDU type", h, c.hlen, 0);
 }
 
 void Connection::handle_capsule(const uint8_t *h, const pdu::Common &c) {
@@ -333,7 +306,8 @@ void Connection::handle_h2c_data(const uint8_t *h, const pdu::Common &c) {
   const uint32_t datal = c.plen - c.pdo - (dg_.data ? 4u : 0u);
   if (d.datal != datal) return protocol_error(pdu::Fes::InvalidHeaderField, "datal does not match plen", h, c.hlen, 16);
   if (d.datao != cmd.received) return protocol_error(pdu::Fes::DataOutOfRange, "H2CData out of order", h, c.hlen, 12);
-  if (d.datal > cmd.data_len - cmd.received) return protocol_error(pdu::Fes::DataOutOfRange, "H2CData beyond the R2T", h, c.hlen, 16);
+  if (d.datal > cmd.data_len - cmd.received)
+    return protocol_error(pdu::Fes::DataOutOfRange, "H2CData beyond the R2T", h, c.hlen, 16);
   const bool last = d.datao + d.datal == cmd.data_len;
   if (last != bool(c.flags & pdu::kFlagLast))
     return protocol_error(pdu::Fes::InvalidHeaderField, "LAST_PDU flag does not match the end of the transfer", h, c.hlen, 1);
@@ -366,7 +340,7 @@ void Connection::data_complete() {
 void Connection::send_r2t(uint16_t slot) {
   Cmd &cmd = cmds_[slot];
   cmd.state = Cmd::State::WaitData;
-  TxPdu *t = tx_alloc(slot);
+  SendRing::Pdu *t = tx_alloc(slot);
   const uint32_t plen = pdu::kR2THlen + (dg_.header ? 4u : 0u);
   pdu::encode_r2t(t->hdr, dg_.header ? pdu::kFlagHdgst : 0, plen, {cmd.cid, slot, 0, cmd.data_len});
   if (dg_.header) pdu::put_header_digest(t->hdr, pdu::kR2THlen);
@@ -381,11 +355,12 @@ void Connection::finish(uint16_t slot) {
   const bool with_data = cmd.status == 0 && cmd.out_len > 0;
   const bool success_flag = with_data && sqflow_disabled_;
   if (with_data) {
-    TxPdu *t = tx_alloc(slot);
+    SendRing::Pdu *t = tx_alloc(slot);
     const uint8_t pdo = pdu::data_offset(pdu::kDataHlen, hd, hpda_);
     const uint8_t flags = static_cast<uint8_t>((hd ? pdu::kFlagHdgst : 0) | (dd ? pdu::kFlagDdgst : 0) | pdu::kFlagLast |
                                                (success_flag ? pdu::kFlagSuccess : 0));
-    pdu::encode_data_hdr(t->hdr, pdu::Type::C2HData, flags, pdo, pdo + cmd.out_len + (dd ? 4u : 0u), {cmd.cid, 0, 0, cmd.out_len});
+    pdu::encode_data_hdr(t->hdr, pdu::Type::C2HData, flags, pdo, pdo + cmd.out_len + (dd ? 4u : 0u),
+                         {cmd.cid, 0, 0, cmd.out_len});
     if (hd) pdu::put_header_digest(t->hdr, pdu::kDataHlen);
     t->hdr_len = static_cast<uint8_t>(pdu::kDataHlen + (hd ? 4 : 0));
     t->pad = static_cast<uint8_t>(pdo - t->hdr_len);
@@ -397,7 +372,7 @@ void Connection::finish(uint16_t slot) {
     }
   }
   if (!success_flag) {
-    TxPdu *t = tx_alloc(slot);
+    SendRing::Pdu *t = tx_alloc(slot);
     const uint32_t plen = pdu::kRespHlen + (hd ? 4u : 0u);
     pdu::encode_common(t->hdr, pdu::Type::CapsuleResp, hd ? pdu::kFlagHdgst : 0, pdu::kRespHlen, 0, plen);
     nvme::Cqe cqe;

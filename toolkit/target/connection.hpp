@@ -15,6 +15,7 @@
 #include "nvme.hpp"
 #include "pdu.hpp"
 #include "registry.hpp"
+#include "send_ring.hpp"
 
 namespace mpnvme::target {
 
@@ -55,7 +56,7 @@ public:
   // Send side: the pending batch as iovecs (at most max), and progress.
   size_t build_send(iovec *iov, size_t max);
   void on_sent(size_t n);
-  bool send_pending() const { return tx_count_ > 0; }
+  bool send_pending() const { return !tx_.empty(); }
   void on_file_done(uint16_t slot, int res);
   // Periodic and wake-up work: keep-alive expiry, controller teardown,
   // delivery of asynchronous events. Returns false once the connection
@@ -75,26 +76,16 @@ private:
     enum class State : uint8_t { Free, WaitData, Exec, Sending } state = State::Free;
     nvme::Sqe sqe;
     uint16_t cid = 0;
-    uint8_t *buf = nullptr;   // aligned command buffer (grows, kept)
+    uint8_t *buf = nullptr; // aligned command buffer (grows, kept)
     uint32_t buf_cap = 0;
-    uint32_t data_len = 0;    // host data expected (writes) or to send (reads)
+    uint32_t data_len = 0; // host data expected (writes) or to send (reads)
     uint32_t received = 0;
     const uint8_t *out = nullptr; // C2H data source: buf, RAM or the zero page
     uint32_t out_len = 0;
     uint16_t status = 0;
     uint32_t dw0 = 0, dw1 = 0;
     uint16_t in_ring = 0;
-    bool aer = false;         // parked Async Event Request
-  };
-  struct TxPdu {
-    uint8_t hdr[pdu::kTermMaxPlen];
-    uint8_t hdr_len = 0;
-    uint8_t pad = 0;
-    const uint8_t *data = nullptr;
-    uint32_t data_len = 0;
-    uint8_t ddgst[4];
-    bool has_ddgst = false;
-    int32_t slot = -1;
+    bool aer = false; // parked Async Event Request
   };
   enum class Rx : uint8_t { Ic, Header, Pad, Data, DataDigest, Discard };
 
@@ -106,7 +97,7 @@ private:
   void handle_h2c_data(const uint8_t *h, const pdu::Common &c);
   void data_complete();
   void protocol_error(pdu::Fes fes, const char *what, const uint8_t *hdr, size_t hlen, uint32_t fei);
-  TxPdu *tx_alloc(int32_t slot);
+  SendRing::Pdu *tx_alloc(int32_t slot);
   bool ensure_buf(Cmd &c, uint32_t len);
   void send_r2t(uint16_t slot);
   // commands
@@ -151,8 +142,7 @@ private:
 
   std::vector<Cmd> cmds_;
   std::vector<uint16_t> free_;
-  std::vector<TxPdu> tx_;
-  size_t tx_head_ = 0, tx_count_ = 0, tx_head_sent_ = 0;
+  SendRing tx_;
 
   std::vector<uint8_t> rx_;
   size_t rx_pos_ = 0, rx_len_ = 0;

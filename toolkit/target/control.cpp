@@ -20,10 +20,11 @@ std::string port_stats(Registry &reg) {
   for (auto &p : reg.ports()) {
     PortCounters &c = reg.counters(p->cfg.id);
     std::string ana;
-    for (auto &[g, st] : p->ana_groups()) ana += fmt::format(" ana{}={}", g, ana_state_name(st));
+    for (auto &[g, st] : p->ana_groups())
+      ana += fmt::format(" ana{}={}", g, ana_state_name(st));
     out += fmt::format("port {} {} {}{}: connections {} commands {} rx_bytes {} tx_bytes {} errors {}{}\n", p->cfg.id,
-                       transport_name(p->cfg.transport), p->cfg.addr.display(), p->disabled ? " (down)" : "", c.connections.load(), c.commands.load(),
-                       c.rx_bytes.load(), c.tx_bytes.load(), c.errors.load(), ana);
+                       transport_name(p->cfg.transport), p->cfg.addr.display(), p->disabled ? " (down)" : "",
+                       c.connections.load(), c.commands.load(), c.rx_bytes.load(), c.tx_bytes.load(), c.errors.load(), ana);
   }
   return out;
 }
@@ -50,7 +51,9 @@ std::string control_command(Registry &reg, const std::string &line) {
     std::string st;
     if (!(in >> port >> grp >> st)) return "error: usage: ana PORT GROUP STATE\n";
     auto a = parse_ana_state(st);
-    if (!a) return fmt::format("error: ANA state '{}' (accepted: optimized, non-optimized, inaccessible, persistent-loss, change)\n", st);
+    if (!a)
+      return fmt::format("error: ANA state '{}' (accepted: optimized, non-optimized, inaccessible, persistent-loss, change)\n",
+                         st);
     if (!reg.port(static_cast<uint16_t>(port))) return fmt::format("error: no port {}\n", port);
     if (grp == 0 || grp > 128) return "error: ANA group must be 1..128\n";
     reg.set_ana(static_cast<uint16_t>(port), grp, *a);

@@ -29,7 +29,8 @@ TargetConfig build_config(const Cli &o) {
   if (!o.config.empty()) c = load_json_config(o.config);
   if (!o.job.empty()) {
     TargetConfig j = config_from_jobfile(o.job);
-    for (auto &s : j.subsystems) c.subsystems.push_back(s);
+    for (auto &s : j.subsystems)
+      c.subsystems.push_back(s);
     for (auto &p : j.ports) {
       p.id = static_cast<uint16_t>(c.ports.size() + 1);
       c.ports.push_back(p);
@@ -105,10 +106,18 @@ int main(int argc, char **argv) {
   app.add_option("--sk-priority", o.sk_priority, "SO_PRIORITY of every accepted socket");
   app.add_option("--tos", o.tos, "IP TOS / traffic class of every accepted socket")->check(CLI::Range(0, 255));
   app.add_option("--ana", o.ana, "initial ANA state PORT:GROUP:STATE");
-  app.add_option("--inline-data-size", o.inline_data_size, "in-capsule data bytes per I/O command")->check(CLI::Range(0, 1 << 20))->capture_default_str();
-  app.add_option("--queue-size", o.queue_size, "entries per queue (CAP.MQES+1)")->check(CLI::Range(2, 1024))->capture_default_str();
-  app.add_option("--mdts", o.mdts, "maximum data transfer size as a power of two of 4 KiB pages")->check(CLI::Range(1, 10))->capture_default_str();
-  app.add_option("--maxh2cdata", o.maxh2cdata, "largest H2CData PDU the host may send")->check(CLI::Range(4096, 1 << 24))->capture_default_str();
+  app.add_option("--inline-data-size", o.inline_data_size, "in-capsule data bytes per I/O command")
+      ->check(CLI::Range(0, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--queue-size", o.queue_size, "entries per queue (CAP.MQES+1)")
+      ->check(CLI::Range(2, 1024))
+      ->capture_default_str();
+  app.add_option("--mdts", o.mdts, "maximum data transfer size as a power of two of 4 KiB pages")
+      ->check(CLI::Range(1, 10))
+      ->capture_default_str();
+  app.add_option("--maxh2cdata", o.maxh2cdata, "largest H2CData PDU the host may send")
+      ->check(CLI::Range(4096, 1 << 24))
+      ->capture_default_str();
   app.add_flag("--no-discovery", o.no_discovery, "do not serve the discovery controller");
   app.add_option("--threads", o.threads, "event loop threads")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--control", o.control, "UNIX socket for run-time commands (ana, stats)");
@@ -128,7 +137,8 @@ int main(int argc, char **argv) {
   try {
     cfg = build_config(o);
     reg = std::make_unique<Registry>(cfg);
-    for (auto &p : reg->ports()) listeners.push_back(listen_stream(p->cfg.addr, p->cfg.transport));
+    for (auto &p : reg->ports())
+      listeners.push_back(listen_stream(p->cfg.addr, p->cfg.transport));
   } catch (const std::exception &e) {
     log().error("{}", e.what());
     return 1;
@@ -137,30 +147,37 @@ int main(int argc, char **argv) {
   // Signals go to the main thread only (sigwait below).
   sigset_t sigs;
   sigemptyset(&sigs);
-  for (int s : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&sigs, s);
+  for (int s : {SIGINT, SIGTERM, SIGUSR1})
+    sigaddset(&sigs, s);
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
   std::atomic<bool> stop{false};
   std::vector<std::unique_ptr<Reactor>> reactors;
   std::unique_ptr<ControlServer> control;
   try {
-    for (unsigned i = 0; i < cfg.threads; i++) reactors.push_back(std::make_unique<Reactor>(*reg, i, stop));
-    for (size_t i = 0; i < listeners.size(); i++) reactors[0]->add_listener(listeners[i].get(), *reg->ports()[i], &reactors);
+    for (unsigned i = 0; i < cfg.threads; i++)
+      reactors.push_back(std::make_unique<Reactor>(*reg, i, stop));
+    for (size_t i = 0; i < listeners.size(); i++)
+      reactors[0]->add_listener(listeners[i].get(), *reg->ports()[i], &reactors);
     if (!o.control.empty()) control = std::make_unique<ControlServer>(*reg, o.control);
   } catch (const std::exception &e) {
     log().error("{}", e.what());
     return 1;
   }
   reg->set_waker([&] {
-    for (auto &r : reactors) r->wake();
+    for (auto &r : reactors)
+      r->wake();
   });
   std::vector<std::thread> threads;
-  for (auto &r : reactors) threads.emplace_back([&r] { r->run(); });
+  for (auto &r : reactors)
+    threads.emplace_back([&r] { r->run(); });
 
   for (auto &p : reg->ports())
-    fmt::print("mpnvme-target: port {} listening on {} ({})\n", p->cfg.id, p->cfg.addr.display(), transport_name(p->cfg.transport));
+    fmt::print("mpnvme-target: port {} listening on {} ({})\n", p->cfg.id, p->cfg.addr.display(),
+               transport_name(p->cfg.transport));
   for (auto &s : cfg.subsystems)
-    for (auto &n : s.namespaces) fmt::print("mpnvme-target: {} nsid {}: {}, {}-byte blocks\n", s.nqn, n.nsid, n.spec(), n.lba);
+    for (auto &n : s.namespaces)
+      fmt::print("mpnvme-target: {} nsid {}: {}, {}-byte blocks\n", s.nqn, n.nsid, n.spec(), n.lba);
   fmt::print("mpnvme-target: ready\n");
   std::fflush(stdout);
 
@@ -175,8 +192,10 @@ int main(int argc, char **argv) {
     break;
   }
   stop = true;
-  for (auto &r : reactors) r->wake();
-  for (auto &t : threads) t.join();
+  for (auto &r : reactors)
+    r->wake();
+  for (auto &t : threads)
+    t.join();
   control.reset();
   fmt::print("{}", port_stats(*reg));
   return 0;

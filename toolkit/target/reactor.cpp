@@ -128,7 +128,8 @@ void Reactor::start(int fd, PortState &port, std::string peer) {
   c.recv_op.conn = c.send_op.conn = &c;
   c.iov.resize(kSendIov);
   c.file_ops.resize(reg_.config().queue_entries, Op{Op::File});
-  for (Op &o : c.file_ops) o.conn = &c;
+  for (Op &o : c.file_ops)
+    o.conn = &c;
   log().debug("port {}: connection from {} on reactor {}", port.cfg.id, c.c->peer(), id_);
   arm_recv(c);
 }
@@ -161,8 +162,10 @@ void Reactor::on_cqe(io_uring_cqe *cqe) {
     } else if (res >= 0) {
       const std::string peer = peer_name(l.addr);
       Reactor &to = *(*all_)[next_reactor_++ % all_->size()];
-      if (&to == this) start(res, *l.port, peer);
-      else to.adopt(res, *l.port, peer);
+      if (&to == this)
+        start(res, *l.port, peer);
+      else
+        to.adopt(res, *l.port, peer);
     } else if (res != -ECANCELED) {
       log().warn("port {}: accept: {}", l.port->cfg.id, strerror(-res));
     }
@@ -173,8 +176,10 @@ void Reactor::on_cqe(io_uring_cqe *cqe) {
     Conn &c = *op->conn;
     c.recv_armed = false;
     if (res < 0) {
-      if (res != -ECANCELED) c.c->close(fmt::format("receive: {}", strerror(-res)));
-      else c.c->close("shutting down");
+      if (res != -ECANCELED)
+        c.c->close(fmt::format("receive: {}", strerror(-res)));
+      else
+        c.c->close("shutting down");
     } else {
       c.c->on_received(static_cast<size_t>(res));
     }
@@ -201,8 +206,10 @@ void Reactor::on_cqe(io_uring_cqe *cqe) {
       std::lock_guard lk(inbox_mu_);
       in.swap(inbox_);
     }
-    for (auto &[fd, port, peer] : in) start(fd, *port, peer);
-    for (Conn &c : conns_) c.c->poll(std::chrono::steady_clock::now()); // deliver events now
+    for (auto &[fd, port, peer] : in)
+      start(fd, *port, peer);
+    for (Conn &c : conns_)
+      c.c->poll(std::chrono::steady_clock::now()); // deliver events now
     if (!stop_) arm_wake();
     break;
   }
@@ -215,7 +222,8 @@ void Reactor::on_cqe(io_uring_cqe *cqe) {
 
 void Reactor::tick() {
   const auto now = std::chrono::steady_clock::now();
-  for (Conn &c : conns_) c.c->poll(now);
+  for (Conn &c : conns_)
+    c.c->poll(now);
 }
 
 // Closing connections: let the last PDUs (a TermReq, a Disconnect response)
@@ -247,7 +255,8 @@ void Reactor::reap() {
 }
 
 void Reactor::run() {
-  for (size_t i = 0; i < listeners_.size(); i++) arm_accept(i);
+  for (size_t i = 0; i < listeners_.size(); i++)
+    arm_accept(i);
   arm_wake();
   arm_tick();
   while (true) {
@@ -259,10 +268,12 @@ void Reactor::run() {
       n++;
     }
     io_uring_cq_advance(&ring_, n);
-    for (Conn *c : send_wanted_) arm_send(*c);
+    for (Conn *c : send_wanted_)
+      arm_send(*c);
     send_wanted_.clear();
     if (stop_)
-      for (Conn &c : conns_) c.c->close("target shutting down");
+      for (Conn &c : conns_)
+        c.c->close("target shutting down");
     reap();
     if (stop_ && conns_.empty()) break;
   }

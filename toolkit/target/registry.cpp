@@ -46,7 +46,8 @@ Controller::Controller(uint16_t id, Subsystem &s, PortState &p, std::string host
 }
 
 void Controller::touch() {
-  last_activity_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  last_activity_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 bool Controller::kato_expired(std::chrono::steady_clock::time_point now) const {
@@ -62,7 +63,8 @@ Registry::Registry(const TargetConfig &cfg) : cfg_(cfg) {
     for (const auto &nc : sc.namespaces) {
       if (!nc.enable) continue;
       Namespace ns{nc, Backend::open(nc)};
-      log().info("subsystem {} namespace {}: {} ({} blocks of {} bytes)", sc.nqn, nc.nsid, nc.spec(), ns.backend->blocks(), nc.lba);
+      log().info("subsystem {} namespace {}: {} ({} blocks of {} bytes)", sc.nqn, nc.nsid, nc.spec(), ns.backend->blocks(),
+                 nc.lba);
       s.namespaces.emplace(nc.nsid, std::move(ns));
     }
     subsystems_.emplace(sc.nqn, std::move(s));
