@@ -8,7 +8,10 @@ mode=$1
 paths=$([[ $mode == 1 ]] && echo 1 || echo 4)
 lab_up --paths "$paths" --rate 1000mbit
 traddr=$(seq -s, -f '10.1.%g.1' 1 "$paths")
-start_target --listen "$traddr" --subnqn "$NQN" --ns ram:1g --log-level warn
+# Four paths also run the target with two event loops (connections handed
+# from the accepting loop to the other one).
+threads=$([[ $mode == 4 ]] && echo 2 || echo 1)
+start_target --listen "$traddr" --subnqn "$NQN" --ns ram:1g --log-level warn --threads "$threads"
 transport=$([[ $mode == tcp ]] && echo tcp || echo mptcp)
 
 run_fio verify --traddr=10.1.1.1 --transport="$transport" --log_level=info --rw=randrw --bsrange=512-512k \

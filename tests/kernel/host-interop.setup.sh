@@ -8,6 +8,15 @@ for kv in $(cat /proc/cmdline); do
 done
 scenario() {
   say() { echo "HOSTTEST $*"; }
+  # Discovery through nvme-cli (copied in from the machine): the target's
+  # discovery controller must list the subsystem on both ports.
+  NVME=$(find / -xdev -name nvme -type f -path '*bin*' 2>/dev/null | head -1)
+  mkdir -p /etc/nvme
+  if [ -n "$NVME" ]; then
+    $NVME discover -t tcp -a 10.0.2.2 -s $P1 2>&1 | grep -E 'subnqn|trsvcid|trtype|subtype' | tr -s ' ' | sed 's/^/HOSTTEST discovery /'
+  else
+    say "discovery nvme-cli-missing"
+  fi
   ctrls() { # controller directories of the subsystem (not the namespace head)
     for c in /sys/class/nvme-subsystem/$sub/nvme*; do
       case $(basename $c) in nvme*n[0-9]*) ;; *) echo $c ;; esac

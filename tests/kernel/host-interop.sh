@@ -40,7 +40,7 @@ wait_for() { # REGEX TIMEOUT
   --control "$state/control" --log-level info >"$state/target.log" 2>&1 &
 tpid=$!
 for _ in $(seq 50); do grep -q ready "$state/target.log" && break; sleep 0.1; done
-MPNVME_LAB_APPEND="mp.p1=$p1 mp.p2=$p2 mp.nqn=$nqn" "$here/lab.sh" start "$state" "$here/host-interop.setup.sh" || fail "guest did not boot"
+MPNVME_LAB_BINARIES="$(command -v nvme)" MPNVME_LAB_APPEND="mp.p1=$p1 mp.p2=$p2 mp.nqn=$nqn" "$here/lab.sh" start "$state" "$here/host-interop.setup.sh" || fail "guest did not boot"
 
 wait_for 'HOSTTEST (connected|connect-failed)' 120
 line=$(grep -a 'HOSTTEST connected' <(console)) || fail "the kernel host could not connect"
@@ -49,6 +49,11 @@ grep -a 'HOSTTEST path' <(console)
 [[ $line == *"controllers=2"* ]] || fail "expected one subsystem with two controllers"
 [[ $line == *"model=mpnvme-target"* ]] || fail "subsystem model not read from Identify"
 [[ $(console | grep -ac 'HOSTTEST path .*ana=optimized') == 2 ]] || fail "both paths should report ANA state optimized"
+
+console | grep -a 'HOSTTEST discovery'
+[[ $(console | grep -ac "HOSTTEST discovery subnqn: $nqn") == 2 ]] || fail "nvme discover should list $nqn on both ports"
+console | grep -aq "HOSTTEST discovery trsvcid: $p2" || fail "nvme discover did not list port $p2"
+echo "ok: nvme-cli discovery lists the subsystem on both ports"
 
 expected=$(yes mpnvme0 | head -c 16777216 | md5sum | cut -d' ' -f1)
 wait_for 'HOSTTEST md5' 120
