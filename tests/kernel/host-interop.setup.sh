@@ -8,12 +8,13 @@ for kv in $(cat /proc/cmdline); do
 done
 scenario() {
   say() { echo "HOSTTEST $*"; }
+  uuid=$(cat /proc/sys/kernel/random/uuid)
   # Discovery through nvme-cli (copied in from the machine): the target's
   # discovery controller must list the subsystem on both ports.
-  NVME=$(find / -xdev -name nvme -type f -path '*bin*' 2>/dev/null | head -1)
+  NVME=/usr/local/bin/nvme
   mkdir -p /etc/nvme
-  if [ -n "$NVME" ]; then
-    $NVME discover -t tcp -a 10.0.2.2 -s $P1 2>&1 | grep -E 'subnqn|trsvcid|trtype|subtype' | tr -s ' ' | sed 's/^/HOSTTEST discovery /'
+  if [ -x "$NVME" ]; then
+    $NVME discover -t tcp -a 10.0.2.2 -s $P1 --hostnqn=nqn.2014-08.org.nvmexpress:uuid:$uuid --hostid=$uuid 2>&1 | grep -E 'subnqn|trsvcid|trtype|subtype|rror|ailed' | tr -s ' ' | sed 's/^/HOSTTEST discovery /'
   else
     say "discovery nvme-cli-missing"
   fi
@@ -22,7 +23,6 @@ scenario() {
       case $(basename $c) in nvme*n[0-9]*) ;; *) echo $c ;; esac
     done
   }
-  uuid=$(cat /proc/sys/kernel/random/uuid)
   for p in $P1 $P2; do
     echo "nqn=$NQN,transport=tcp,traddr=10.0.2.2,trsvcid=$p,hostnqn=nqn.2014-08.org.nvmexpress:uuid:$uuid,hostid=$uuid,reconnect_delay=1,ctrl_loss_tmo=60" \
       > /dev/nvme-fabrics || { say "connect-failed port $p"; return; }

@@ -10,7 +10,8 @@
 #                                       127.0.0.1 port written to STATEDIR/port
 #   lab.sh stop STATEDIR                power off and clean up
 # Environment: MPNVME_LAB_KERNEL=6.12 (default) or 6.1; MPNVME_LAB_MEM (MiB);
-#   MPNVME_LAB_BINARIES="PATH..."  programs copied in with their libraries
+#   MPNVME_LAB_BINARIES="PATH..."  programs copied to /usr/local/bin in the
+#                                  guest, with their libraries
 #   MPNVME_LAB_FILES="PATH..."     files copied to /files/ in the guest
 #   MPNVME_LAB_FWD="PORT..."       more guest ports forwarded; the host side
 #                                  of guest port P is in STATEDIR/port-P
@@ -74,10 +75,11 @@ prepare() {
   echo "$kd"
 }
 
-# Copy a host binary and the shared libraries it needs into the initramfs.
+# Copy a host binary (to the same path, or to DEST) and the shared libraries
+# it needs into the initramfs.
 copy_binary() {
-  local ir=$1 bin=$2 lib
-  mkdir -p "$ir$(dirname "$bin")"; cp "$bin" "$ir$bin"
+  local ir=$1 bin=$2 dest=${3:-$2} lib
+  mkdir -p "$ir$(dirname "$dest")"; cp "$bin" "$ir$dest"
   for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
     mkdir -p "$ir$(dirname "$lib")"; cp -L "$lib" "$ir$lib"
   done
@@ -94,7 +96,7 @@ start() {
   mkdir -p "$state/extra/files"
   cp "$setup" "$state/extra/setup.sh"
   local b f
-  for b in ${MPNVME_LAB_BINARIES:-}; do copy_binary "$state/extra" "$b"; done
+  for b in ${MPNVME_LAB_BINARIES:-}; do copy_binary "$state/extra" "$b" "/usr/local/bin/$(basename "$b")"; done
   for f in ${MPNVME_LAB_FILES:-}; do cp "$f" "$state/extra/files/"; done
   (cd "$state/extra" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) > "$state/extra.cpio.gz"
   cat "$kd/base.cpio.gz" "$state/extra.cpio.gz" > "$state/initramfs.gz"

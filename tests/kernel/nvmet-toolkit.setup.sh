@@ -9,9 +9,8 @@ echo "nqn.2014-08.org.nvmexpress:uuid:0b3e5b2c-6f7e-4c1a-9d3e-1f2a3b4c5d6e" > /e
 echo "0b3e5b2c-6f7e-4c1a-9d3e-1f2a3b4c5d6e" > /etc/nvme/hostid
 JOB=/files/nvmet-two-paths.fio
 NQN=nqn.2026-11.io.mpnvme:nvmet-lab
-# The programs sit at the build path they had on the machine.
-NV=$(find / -xdev -name mpnvme-nvmet -type f 2>/dev/null | head -1)
-IP=$(find / -xdev -name mpnvme-iopolicy -type f 2>/dev/null | head -1)
+NV=/usr/local/bin/mpnvme-nvmet
+IP=/usr/local/bin/mpnvme-iopolicy
 export ASAN_OPTIONS=detect_leaks=0
 ok() { echo "TK ok: $*"; }
 bad() { echo "TK FAIL: $*"; }
