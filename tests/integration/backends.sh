@@ -35,6 +35,15 @@ in_host env MPNVME_ENGINE="$ENGINE" LD_PRELOAD="${MPNVME_PRELOAD:-}" ASAN_OPTION
   fail "served.fio verified nothing"
 stop_target || fail "target exit status"
 
+# IPv6: a port on [::1], the engine in the same namespace.
+"$LAB" -n "$lab" exec target "$TARGET" --listen "[::1]:4430" --subnqn "$NQN" --ns ram:64m --log-level warn >"$work/v6-target.log" 2>&1 &
+target_pid=$!
+for _ in $(seq 50); do grep -q ready "$work/v6-target.log" && break; sleep 0.1; done
+in_target env LD_PRELOAD="${MPNVME_PRELOAD:-}" ASAN_OPTIONS="$ASAN_OPTIONS" fio --name=v6 --ioengine=external:"$ENGINE" \
+  --traddr="[::1]:4430" --subnqn="$NQN" --rw=randrw --bs=8k --iodepth=8 --size=32m --verify=crc32c --verify_fatal=1 \
+  --output-format=json --output="$work/v6.json" 2>"$work/v6.log" && pass "IPv6 port [::1]:4430 verified" || fail "IPv6 run"
+stop_target || fail "target exit status"
+
 # Refusals name the option.
 refuse() { # EXPECTED-TEXT ARGS...
   local want=$1; shift

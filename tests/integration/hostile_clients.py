@@ -136,6 +136,31 @@ def expect_status(name, payload, status, hd=False, dd=False):
 expect_status("data digest error", connect_cmd(hd=True, dd=True, corrupt_ddgst=True), 0x22, hd=True, dd=True)
 # A refused host gets a Connect error response, not a dropped socket.
 expect_status("host not on the allow-list", connect_cmd(host=b"nqn.2014-08.org.nvmexpress:uuid:bad-host-not-allowed"), 0x184)
+# A host that goes silent loses its controller after KATO (1 s here).
+s = open_conn()
+s.sendall(icreq())
+cmd = bytearray(connect_cmd())
+struct.pack_into("<I", cmd, 8 + 48, 1000)  # SQE CDW12: KATO in milliseconds
+s.sendall(bytes(cmd))
+s.sendall(capsule(sqe(0x7F, 2, fctype=0, tail=struct.pack("<4xIQ", 0x14, 0x460001))))  # CC.EN
+start = time.time()
+s.settimeout(10)
+data, closed = b"", False
+try:
+    while True:
+        chunk = s.recv(4096)
+        if not chunk:
+            closed = True
+            break
+        data += chunk
+except (socket.timeout, ConnectionResetError):
+    closed = True
+s.close()
+elapsed = time.time() - start
+if closed and 0.8 < elapsed < 5:
+    print(f"ok: silent host with KATO 1 s disconnected after {elapsed:.1f} s")
+else:
+    failures.append(f"silent host: closed={closed} after {elapsed:.1f} s (expected about 1 s)")
 # Connection flood: many sockets at once, some idle, some mid-ICReq.
 flood = []
 for i in range(200):

@@ -1,6 +1,7 @@
 // mpnvme-target: a user-space NVMe/TCP target over MPTCP (or TCP).
 #include <CLI/CLI.hpp>
 #include <csignal>
+#include <fstream>
 #include <cstdio>
 #include <fmt/format.h>
 #include <pthread.h>
@@ -22,6 +23,38 @@ struct Cli {
   uint32_t inline_data_size = 16384, queue_size = 128, maxh2cdata = 128 * 1024;
   unsigned threads = 1, mdts = 7;
   bool no_discovery = false;
+  bool reflect_tos = false;
+};
+
+// --reflect-tos: Linux reflects the TOS of a connection's SYN on the
+// accepted socket (and on MPTCP subflows, which are TCP sockets) when
+// net.ipv4.tcp_reflect_tos is set in the network namespace. The target sets
+// it for its namespace while it runs and restores the old value at exit.
+class ReflectTos {
+public:
+  explicit ReflectTos(bool on) {
+    if (!on) return;
+    old_ = read();
+    if (old_.empty() || !write("1"))
+      throw std::runtime_error("--reflect-tos: cannot set net.ipv4.tcp_reflect_tos in this network namespace (root needed)");
+  }
+  ~ReflectTos() {
+    if (!old_.empty()) write(old_);
+  }
+
+private:
+  static constexpr const char *kPath = "/proc/sys/net/ipv4/tcp_reflect_tos";
+  static std::string read() {
+    std::ifstream f(kPath);
+    std::string v;
+    f >> v;
+    return v;
+  }
+  static bool write(const std::string &v) {
+    std::ofstream f(kPath);
+    return static_cast<bool>(f << v);
+  }
+  std::string old_;
 };
 
 TargetConfig build_config(const Cli &o) {
@@ -104,7 +137,9 @@ int main(int argc, char **argv) {
   app.add_option("-n,--ns", o.namespaces, "namespace: ram:SIZE, null:SIZE, file:PATH or PATH, [,lba=512|4096][,nsid=N]");
   app.add_option("--allow-host", o.allow_hosts, "host NQN allowed to connect (default: any host)");
   app.add_option("--sk-priority", o.sk_priority, "SO_PRIORITY of every accepted socket");
-  app.add_option("--tos", o.tos, "IP TOS / traffic class of every accepted socket")->check(CLI::Range(0, 255));
+  auto *tos_opt = app.add_option("--tos", o.tos, "IP TOS / traffic class of every accepted socket")->check(CLI::Range(0, 255));
+  app.add_flag("--reflect-tos", o.reflect_tos, "answer each connection with the TOS of the host's SYN (net.ipv4.tcp_reflect_tos)")
+      ->excludes(tos_opt);
   app.add_option("--ana", o.ana, "initial ANA state PORT:GROUP:STATE");
   app.add_option("--inline-data-size", o.inline_data_size, "in-capsule data bytes per I/O command")
       ->check(CLI::Range(0, 1 << 20))
@@ -134,7 +169,9 @@ int main(int argc, char **argv) {
   TargetConfig cfg;
   std::unique_ptr<Registry> reg;
   std::vector<Fd> listeners;
+  std::unique_ptr<ReflectTos> reflect;
   try {
+    reflect = std::make_unique<ReflectTos>(o.reflect_tos);
     cfg = build_config(o);
     reg = std::make_unique<Registry>(cfg);
     for (auto &p : reg->ports())
