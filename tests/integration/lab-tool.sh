@@ -1,0 +1,45 @@
+#!/bin/bash
+# mpnvme-lab on its own: topology, options, status, fault injection,
+# refusals, and that down leaves nothing behind.
+source "$(dirname "$0")/lib.sh"
+links_before=$(ip -o link | wc -l)
+lab_up --paths 3 --rate 100mbit --loss 1 --cc cubic --backup 3
+H=$lab-host T=$lab-target
+[[ $(in_host ip -o -4 addr show | grep -c '10\.1\.[123]\.2/24') == 3 ]] && pass "3 paths with host addresses" || fail "host addresses"
+[[ $(in_target ip -o -4 addr show | grep -c '10\.1\.[123]\.1/24') == 3 ]] && pass "target addresses" || fail "target addresses"
+grep -q 'tbf.*rate 100Mbit' <<<"$(tc -n "$H" qdisc show dev h2)" && pass "rate shaping" || fail "no tbf on h2: $(tc -n "$H" qdisc show dev h2)"
+[[ $(in_target sysctl -n net.ipv4.tcp_congestion_control) == cubic ]] && pass "cc cubic" || fail "cc"
+grep -q '10.1.3.1 .*signal backup' <<<"$(ip -n "$T" mptcp endpoint show)" && pass "backup endpoint" || fail "endpoints: $(ip -n "$T" mptcp endpoint show)"
+[[ $(ip -n "$H" mptcp endpoint show | grep -c subflow) == 2 ]] && pass "host subflow endpoints" || fail "host endpoints"
+grep -q 'oifname "h1" numgen random mod 1000 < 10' <<<"$(in_host nft list chain inet mpnvme_lab output)" && pass "1% loss rule" || fail "loss rule"
+"$LAB" -n "$lab" status --json | jq -e '.counters | length == 3' >/dev/null && pass "status --json" || fail "status --json"
+in_host busybox ping -c 1 -W 2 10.1.2.1 >/dev/null && pass "path 2 reachable" || fail "ping path 2"
+"$LAB" -n "$lab" link 2 down
+[[ $("$LAB" -n "$lab" counters --json | jq -r '.[1].operstate') == DOWN ]] && pass "link 2 down" || fail "link 2 state"
+in_host busybox ping -c 1 -W 1 10.1.2.1 >/dev/null 2>&1 && fail "path 2 still carries traffic"
+"$LAB" -n "$lab" link 2 up
+sleep 0.5
+in_host busybox ping -c 1 -W 2 10.1.2.1 >/dev/null && pass "link 2 back up" || fail "path 2 after up"
+"$LAB" -n "$lab" loss 1 0
+grep -q 'oifname "h1".*drop' <<<"$(in_host nft list chain inet mpnvme_lab output)" && fail "loss on path 1 not removed" || pass "loss 1 0 removes the rule"
+refuse() { # TEXT ARGS...
+  local want=$1; shift
+  out=$("$LAB" -n "$lab" "$@" 2>&1) && { fail "accepted: $*"; return; }
+  grep -q -- "$want" <<<"$out" && pass "refused: $out" || fail "'$*' lacks '$want': $out"
+}
+refuse "path 7 does not exist" link 7 down
+refuse "down or up, not 'sideways'" link 1 sideways
+refuse "loss must be a percentage" loss 1 lots
+refuse "--paths must be 1..8" up --paths 9
+"$LAB" -n "$lab" down >/dev/null
+if modprobe -n sch_netem 2>/dev/null && tc qdisc add dev lo root netem delay 1ms 2>/dev/null; then
+  tc qdisc del dev lo root
+  echo "netem available: delay accepted here"
+else
+  refuse "--delay needs the netem qdisc" up --paths 1 --delay 5
+  grep -q "^$lab-" <<<"$(ip netns list)" && fail "failed up left namespaces behind" || pass "failed up left nothing"
+fi
+"$LAB" -n "$lab" down >/dev/null && "$LAB" -n "$lab" down >/dev/null && pass "down twice is fine"
+grep -q "^$lab-" <<<"$(ip netns list)" && fail "namespaces left" || pass "no namespace left"
+[[ $(ip -o link | wc -l) == "$links_before" ]] && pass "no interface left in the root namespace" || fail "interfaces left"
+finish
