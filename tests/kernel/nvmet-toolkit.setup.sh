@@ -74,6 +74,21 @@ tk() {
   expect_fail "does not know this transport type" $NV apply --job $JOB --trtype mptcp
   expect_fail "the port is enabled" $NV apply --job $JOB --inline-data-size 8192
 
+  # Only root may change the kernel's configuration.
+  expect_fail "needs root" /usr/local/bin/setpriv --reuid=65534 --regid=65534 --clear-groups $IP set numa --all
+  expect_fail "needs root" /usr/local/bin/setpriv --reuid=65534 --regid=65534 --clear-groups $NV apply --job $JOB
+  # Access control and ANA state from the command line.
+  sed 's/${MPNVME_PORT2}/4427/; s/${MPNVME_PORT1}/4426/; s/nvmet-lab/acl/' $JOB > /tmp/acl.fio
+  if out=$($NV apply --job /tmp/acl.fio --allow-host nqn.2014-08.org.nvmexpress:uuid:acl-host --ana 2:non-optimized 2>&1); then
+    s=/sys/kernel/config/nvmet/subsystems/nqn.2026-11.io.mpnvme:acl
+    [ "$(cat $s/attr_allow_any_host)" = 0 ] && [ -L $s/allowed_hosts/nqn.2014-08.org.nvmexpress:uuid:acl-host ] &&
+      ok "--allow-host: only the listed host" || bad "allowed hosts: $(ls $s/allowed_hosts)"
+    p2=$(grep -l 4427 /sys/kernel/config/nvmet/ports/*/addr_trsvcid | xargs dirname)
+    [ "$(cat $p2/ana_groups/1/ana_state)" = non-optimized ] && ok "--ana 2:non-optimized on the second path's port" || bad "ana $(cat $p2/ana_groups/1/ana_state)"
+  else
+    bad "apply --allow-host --ana: $out"
+  fi
+
   out=$($NV disconnect 2>&1) && ok "disconnect: $(echo $out | tr '\n' ' ')" || bad "disconnect: $out"
   [ -z "$(ls /sys/class/nvme-subsystem 2>/dev/null)" ] && ok "no subsystem left on the host" || bad "left: $(ls /sys/class/nvme-subsystem)"
 
@@ -86,6 +101,16 @@ tk() {
     bad "restore: $out"
   fi
   grep -q '"trtype": "tcp"' /tmp/saved.json && grep -q '"allow_any_host": "1"' /tmp/saved.json && ok "nvmetcli layout" || bad "saved JSON layout"
+  # A file in the layout nvmetcli writes (extra attributes it saves included).
+  if out=$($NV restore /files/nvmetcli-example.json 2>&1); then
+    s=/sys/kernel/config/nvmet/subsystems/nqn.2026-11.io.mpnvme:nvmetcli
+    [ "$(cat $s/namespaces/1/enable)" = 1 ] && [ "$(tr -d " " < $s/attr_serial)" = 8a5b4a5b1c2d3e4f ] &&
+      [ "$(cat /sys/kernel/config/nvmet/ports/7/addr_trsvcid)" = 4430 ] && [ -L /sys/kernel/config/nvmet/ports/7/subsystems/nqn.2026-11.io.mpnvme:nvmetcli ] &&
+      ok "nvmetcli-format file restored" ||
+      bad "nvmetcli restore incomplete: enable=$(cat $s/namespaces/1/enable) serial=$(cat $s/attr_serial) port7=$(cat /sys/kernel/config/nvmet/ports/7/addr_trsvcid) links=$(ls /sys/kernel/config/nvmet/ports/7/subsystems)"
+  else
+    bad "restore nvmetcli example: $out"
+  fi
   $NV clear --remove-ram-files && [ -z "$(ls /dev/shm/mpnvme-nvmet)" ] && ok "clear --remove-ram-files" || bad "RAM files left"
   echo "TK done"
 }

@@ -66,6 +66,16 @@ std::vector<SubsystemInfo> scan_topology() {
         if (si.head_dev.empty()) si.head_dev = str(nvme_ns_get_name(n));
       }
       nvme_ctrl_t c;
+      // Without native multipath there is no head: each controller has its
+      // own namespace device; report the first.
+      if (si.head_dev.empty()) {
+        nvme_subsystem_for_each_ctrl(s, c) {
+          nvme_ns_t cn;
+          nvme_ctrl_for_each_ns(c, cn) {
+            if (si.head_dev.empty()) si.head_dev = str(nvme_ns_get_name(cn));
+          }
+        }
+      }
       nvme_subsystem_for_each_ctrl(s, c) {
         PathInfo p;
         p.controller = str(nvme_ctrl_get_name(c));

@@ -22,6 +22,7 @@ struct ConnectResult {
   std::vector<std::string> controllers; // nvme0, nvme1
   std::string subsystem;                // nvme-subsys0
   std::string device;                   // /dev/nvme0n1
+  std::string note;                     // what the user should know (multipath off)
 };
 
 extern std::string state_file; // /run/mpnvme-nvmet/connected

@@ -136,8 +136,9 @@ int main(int argc, char **argv) {
         const ConnectResult res = connect_job(r);
         for (const auto &c : res.controllers)
           fmt::print("controller {}\n", c);
-        fmt::print("subsystem {}{}\n", res.subsystem, r.iopolicy.empty() ? "" : " iopolicy=" + r.iopolicy);
+        fmt::print("subsystem {}{}\n", res.subsystem, r.iopolicy.empty() || !res.note.empty() ? "" : " iopolicy=" + r.iopolicy);
         fmt::print("device {}\n", res.device);
+        if (!res.note.empty()) fmt::print(stderr, "mpnvme-nvmet: {}\n", res.note);
       }
     } else if (save_cmd->parsed()) {
       const std::string text = save().dump(2) + "\n";
