@@ -47,13 +47,13 @@ static const std::string &generated_uuid() {
   return uuid;
 }
 
-HostIdentity resolve_host_identity(const std::string &hostnqn, const std::string &hostid) {
+HostIdentity resolve_host_identity(const std::string &hostnqn, const std::string &hostid, const HostIdentityFiles &files) {
   HostIdentity id;
-  id.hostnqn = hostnqn.empty() ? read_first_line("/etc/nvme/hostnqn") : hostnqn;
+  id.hostnqn = hostnqn.empty() ? read_first_line(files.hostnqn.c_str()) : hostnqn;
   if (id.hostnqn.empty()) id.hostnqn = "nqn.2014-08.org.nvmexpress:uuid:" + generated_uuid();
   if (id.hostnqn.size() > 223) throw std::invalid_argument("hostnqn: longer than 223 bytes");
 
-  std::string idtext = hostid.empty() ? read_first_line("/etc/nvme/hostid") : hostid;
+  std::string idtext = hostid.empty() ? read_first_line(files.hostid.c_str()) : hostid;
   if (idtext.empty()) { // nvme-cli derives the host ID from a uuid hostnqn
     const auto pos = id.hostnqn.find(":uuid:");
     idtext = pos != std::string::npos ? id.hostnqn.substr(pos + 6) : generated_uuid();

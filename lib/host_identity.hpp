@@ -12,9 +12,16 @@ struct HostIdentity {
   std::array<uint8_t, 16> hostid{};
 };
 
-// Empty arguments select the defaults. Throws std::invalid_argument naming
-// the `hostid` option for a malformed UUID.
-HostIdentity resolve_host_identity(const std::string &hostnqn, const std::string &hostid);
+// Where the defaults come from (nvme-cli's files).
+struct HostIdentityFiles {
+  std::string hostnqn = "/etc/nvme/hostnqn";
+  std::string hostid = "/etc/nvme/hostid";
+};
+
+// Empty arguments select the defaults, in nvme-cli's order: the files, then
+// the UUID inside a uuid-style host NQN, then one generated per process.
+// Throws std::invalid_argument naming the `hostid` option for a bad UUID.
+HostIdentity resolve_host_identity(const std::string &hostnqn, const std::string &hostid, const HostIdentityFiles &files = {});
 bool parse_uuid(const std::string &s, std::array<uint8_t, 16> &out);
 std::string format_uuid(const std::array<uint8_t, 16> &u);
 

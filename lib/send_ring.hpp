@@ -17,12 +17,12 @@ public:
   struct Pdu {
     uint8_t hdr[pdu::kTermMaxPlen]; // up to a whole TermReq
     uint8_t hdr_len = 0;
-    uint8_t pad = 0;                // zero bytes between header and data (PDA)
-    const uint8_t *data = nullptr;  // payload, owned by the caller until retired
+    uint8_t pad = 0;               // zero bytes between header and data (PDA)
+    const uint8_t *data = nullptr; // payload, owned by the caller until retired
     uint32_t data_len = 0;
     uint8_t ddgst[4];
     bool has_ddgst = false;
-    int32_t slot = -1;              // command slot the PDU belongs to, -1 none
+    int32_t slot = -1; // command slot the PDU belongs to, -1 none
     size_t bytes() const { return hdr_len + pad + data_len + (has_ddgst ? 4u : 0u); }
   };
 

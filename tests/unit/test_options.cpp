@@ -6,6 +6,7 @@
 
 #include "../../engine/host/options.hpp"
 #include "cmocka_cxx.hpp"
+#include "host_identity.hpp"
 #include "paths.hpp"
 #include "priority_pairs.hpp"
 
@@ -134,9 +135,16 @@ static void engine_options_defaults(void **) {
   assert_true(e.iopolicy == IoPolicy::Numa);
   assert_true(e.trim_mode == TrimMode::Dsm);
   assert_false(e.digests.header);
-  // Host ID derives from the uuid in the host NQN.
-  assert_int_equal(e.host.hostid[0], 0x0f);
-  assert_int_equal(e.host.hostid[15], 0x10);
+  // Without /etc/nvme/hostid, the host ID derives from the uuid in the host NQN.
+  const HostIdentityFiles none{"/nonexistent/hostnqn", "/nonexistent/hostid"};
+  HostIdentity id = resolve_host_identity(t.o.hostnqn, "", none);
+  assert_int_equal(id.hostid[0], 0x0f);
+  assert_int_equal(id.hostid[15], 0x10);
+  // A generated host NQN when there is no file, stable within the process.
+  id = resolve_host_identity("", "", none);
+  assert_int_equal(id.hostnqn.rfind("nqn.2014-08.org.nvmexpress:uuid:", 0), 0);
+  assert_string_equal(id.hostnqn.c_str(), resolve_host_identity("", "", none).hostnqn.c_str());
+  assert_int_equal(id.hostid[0], std::stoul(id.hostnqn.substr(32, 2), nullptr, 16));
   t.set(&mpnvme_opts::transport, "tcp");
   t.set(&mpnvme_opts::iopolicy, "queue-depth");
   t.set(&mpnvme_opts::trim_mode, "write_zeroes");

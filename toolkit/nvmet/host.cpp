@@ -69,8 +69,11 @@ ConnectResult connect_job(const ConnectRequest &r) {
       res.subsystem = s.name;
       res.device = "/dev/" + s.head_dev;
       if (r.iopolicy.empty()) continue;
-      if (native_multipath_enabled()) set_subsystem_iopolicy(s, r.iopolicy);
-      else res.note = fmt::format("native NVMe multipath is off: iopolicy={} not applied, every path has its own device", r.iopolicy);
+      if (native_multipath_enabled())
+        set_subsystem_iopolicy(s, r.iopolicy);
+      else
+        res.note =
+            fmt::format("native NVMe multipath is off: iopolicy={} not applied, every path has its own device", r.iopolicy);
     }
     if (res.device.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }

@@ -1,9 +1,9 @@
 // mpnvme-target: a user-space NVMe/TCP target over MPTCP (or TCP).
 #include <CLI/CLI.hpp>
 #include <csignal>
-#include <fstream>
 #include <cstdio>
 #include <fmt/format.h>
+#include <fstream>
 #include <pthread.h>
 #include <thread>
 
