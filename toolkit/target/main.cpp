@@ -155,7 +155,7 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   app.add_flag("--no-discovery", o.no_discovery, "do not serve the discovery controller");
   app.add_option("--threads", o.threads, "event loop threads")->check(CLI::Range(1, 64))->capture_default_str();
-  app.add_option("--control", o.control, "UNIX socket for run-time commands (ana, stats)");
+  app.add_option("--control", o.control, "UNIX socket for run-time commands (ana, port down/up, stats)");
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
