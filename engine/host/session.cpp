@@ -99,7 +99,7 @@ void Session::report_transport() const {
         static std::atomic<bool> once{false};
         if (!once.exchange(true))
           log().warn("{} qid {}: sk_priority={} and tos={:#x} on one MPTCP socket: Linux MPTCP subflows lose SO_PRIORITY "
-                     "when IP_TOS is set, so part of the packets leave with priority 0 (see fio-mpnvme(7), PRIORITY PAIRS)",
+                     "when IP_TOS is set, so their packets leave with priority 0 (see fio-mpnvme(7), PRIORITY PAIRS)",
                      ctrl_->label(), q, *prio, *tos);
       }
     }

@@ -22,7 +22,11 @@ rules() { # NS: counters per path for priorities 1, 5, 6 and DSCP ef
     echo "}"
   } | "$LAB" -n "$lab" exec "$ns" nft -f -
 }
-reset() { "$LAB" -n "$lab" exec "$1" nft reset counters table inet prio_test >/dev/null; }
+# Recreate the table: anonymous rule counters cannot be reset on every nft.
+reset() {
+  "$LAB" -n "$lab" exec "$1" nft delete table inet prio_test
+  if [[ $1 == host ]]; then rules host h; else rules target t; fi
+}
 count() { # NS COMMENT: packets
   "$LAB" -n "$lab" exec "$1" nft -j list table inet prio_test |
     jq --arg c "$2" '[.nftables[] | select(.rule.comment? == $c) | .rule.expr[] | select(.counter?) | .counter.packets] | add // 0'
@@ -70,7 +74,7 @@ for i in 1 2 3 4; do
   echo "MPTCP with both set, path $i: $pi packets at priority 6, $ei with DSCP ef"
   p=$((p + pi)) e=$((e + ei))
 done
-echo "MPTCP with both set: $p packets at priority 6, $e with DSCP ef (kernel behaviour, reported not asserted)"
+echo "MPTCP with both set: $p packets at priority 6, $e with DSCP ef (kernel behaviour the warning describes)"
 
 # 4. Plain TCP keeps both (TOS set first, then priority).
 reset host
