@@ -35,6 +35,23 @@ in_host env MPNVME_ENGINE="$ENGINE" LD_PRELOAD="${MPNVME_PRELOAD:-}" ASAN_OPTION
   fail "served.fio verified nothing"
 stop_target || fail "target exit status"
 
+# A block device namespace (a loop device over a file), O_DIRECT through io_uring.
+truncate -s 128m "$work/loop.img"
+if loopdev=$(losetup -f --show "$work/loop.img" 2>/dev/null); then
+  trap 'losetup -d "$loopdev" 2>/dev/null; cleanup' EXIT
+  start_target --listen 10.1.1.1 --subnqn "$NQN" --ns "$loopdev" --log-level warn
+  grep -q "nsid 1: file:$loopdev" "$work/target.log" || fail "target did not serve $loopdev"
+  run_fio blockdev --traddr=10.1.1.1 --rw=randrw --bsrange=4k-128k --iodepth=16 --size=128m "${verify[@]}" --fsync=16 ||
+    fail "block device namespace"
+  run_fio blockdev_trim --traddr=10.1.1.1 --rw=trimwrite --bs=64k --iodepth=8 --size=8m || fail "block device trim"
+  stop_target || fail "target exit status"
+  losetup -d "$loopdev"
+  trap cleanup EXIT
+  pass "block device namespace ($loopdev) verified, flushed and trimmed"
+else
+  fail "no loop device for the block device namespace test"
+fi
+
 # IPv6: a port on [::1], the engine in the same namespace.
 "$LAB" -n "$lab" exec target "$TARGET" --listen "[::1]:4430" --subnqn "$NQN" --ns ram:64m --log-level warn >"$work/v6-target.log" 2>&1 &
 target_pid=$!
