@@ -19,7 +19,8 @@ constexpr size_t kMaxIov = 1024; // IOV_MAX on Linux
 } // namespace
 
 // Every slot has at most one capsule in the ring; the rest is H2CData.
-Queue::Queue(Fd fd, QueueParams params) : fd_(std::move(fd)), p_(std::move(params)), tx_(static_cast<size_t>(p_.slots) * 2 + 16) {
+Queue::Queue(Fd fd, QueueParams params)
+    : fd_(std::move(fd)), p_(std::move(params)), tx_(static_cast<size_t>(p_.slots) * 2 + 16), rx_(kRxBuffer) {
   if (p_.slots == 0 || p_.slots > 4096) throw std::invalid_argument("queue slots must be 1..4096");
   slots_.resize(p_.slots);
   free_.reserve(p_.slots);
@@ -28,7 +29,6 @@ Queue::Queue(Fd fd, QueueParams params) : fd_(std::move(fd)), p_(std::move(param
   done_.reserve(p_.slots);
   h2c_.resize(p_.slots);
   iov_.resize(kMaxIov);
-  rx_.resize(kRxBuffer);
 }
 
 void Queue::initialize(std::chrono::steady_clock::time_point deadline) {
@@ -224,18 +224,18 @@ Queue::Slot *Queue::slot_for_cid(uint16_t cid, const char *pdu_name) {
   return &s;
 }
 
-// Make `want` contiguous bytes available in rx_ (from rx_pos_). False when
+// Make `want` contiguous bytes available in rx_ (from rx_.pos). False when
 // the socket has no more data right now (or the queue failed).
 bool Queue::rx_fill(size_t want) {
-  while (rx_len_ - rx_pos_ < want) {
-    if (rx_pos_ && rx_.size() - rx_pos_ < want) {
-      std::memmove(rx_.data(), rx_.data() + rx_pos_, rx_len_ - rx_pos_);
-      rx_len_ -= rx_pos_;
-      rx_pos_ = 0;
+  while (rx_.len - rx_.pos < want) {
+    if (rx_.pos && rx_.buf.size() - rx_.pos < want) {
+      std::memmove(rx_.buf.data(), rx_.buf.data() + rx_.pos, rx_.len - rx_.pos);
+      rx_.len -= rx_.pos;
+      rx_.pos = 0;
     }
-    ssize_t n = ::recv(fd_.get(), rx_.data() + rx_len_, rx_.size() - rx_len_, MSG_DONTWAIT);
+    ssize_t n = ::recv(fd_.get(), rx_.buf.data() + rx_.len, rx_.buf.size() - rx_.len, MSG_DONTWAIT);
     if (n > 0) {
-      rx_len_ += static_cast<size_t>(n);
+      rx_.len += static_cast<size_t>(n);
     } else if (n == 0) {
       fail("connection closed by the controller", ECONNRESET);
       return false;
@@ -304,12 +304,12 @@ void Queue::handle_header(const uint8_t *h, const pdu::Common &c) {
     if (d.datao != s->rx_done) return protocol_error(pdu::Fes::DataOutOfRange, "C2HData out of order", h, c.hlen, 12);
     if (d.datao > s->cmd.len || d.datal > s->cmd.len - d.datao)
       return protocol_error(pdu::Fes::DataOutOfRange, "C2HData beyond the command's buffer", h, c.hlen, 12);
-    cur_slot_ = static_cast<uint16_t>(s - slots_.data());
-    data_dst_ = s->cmd.data + d.datao;
-    data_left_ = cur_datal_ = d.datal;
-    pad_left_ = c.pdo - c.hlen - (hd ? 4u : 0u);
-    data_crc_ = kCrc32cSeed;
-    rx_state_ = pad_left_ ? Rx::Pad : Rx::Data;
+    rx_.slot = static_cast<uint16_t>(s - slots_.data());
+    rx_.dst = s->cmd.data + d.datao;
+    rx_.left = rx_.datal = d.datal;
+    rx_.pad = c.pdo - c.hlen - (hd ? 4u : 0u);
+    rx_.crc = kCrc32cSeed;
+    rx_state_ = rx_.pad ? Rx::Pad : Rx::Data;
     return;
   }
   default: return protocol_error(pdu::Fes::InvalidHeaderField, "unexpected PDU type", h, c.hlen, 0);
@@ -317,24 +317,24 @@ void Queue::handle_header(const uint8_t *h, const pdu::Common &c) {
 }
 
 void Queue::finish_data_pdu() {
-  Slot &s = slots_[cur_slot_];
+  Slot &s = slots_[rx_.slot];
   rx_state_ = Rx::Header;
-  if (p_.digests.data && wire::get32(ddgst_buf_, 0) != crc32c_final(data_crc_)) {
+  if (p_.digests.data && wire::get32(ddgst_buf_, 0) != crc32c_final(rx_.crc)) {
     // Fail the command and the queue: the data can't be trusted, and the
     // Linux target treats a digest error as fatal for the connection too.
-    log().error("{} cid {:#x}: data digest mismatch in C2HData (datao {} datal {})", p_.label, make_cid(cur_slot_), s.rx_done,
-                cur_datal_);
-    complete(cur_slot_, nvme::kStatusDataXferError, EILSEQ, 0, 0);
+    log().error("{} cid {:#x}: data digest mismatch in C2HData (datao {} datal {})", p_.label, make_cid(rx_.slot), s.rx_done,
+                rx_.datal);
+    complete(rx_.slot, nvme::kStatusDataXferError, EILSEQ, 0, 0);
     fail("data digest error", EIO);
     return;
   }
-  s.rx_done += cur_datal_;
-  if (cur_.flags & pdu::kFlagSuccess) {
+  s.rx_done += rx_.datal;
+  if (rx_.cur.flags & pdu::kFlagSuccess) {
     if (s.rx_done != s.cmd.len) {
-      log().error("{} cid {:#x}: SUCCESS flag with {} of {} bytes", p_.label, make_cid(cur_slot_), s.rx_done, s.cmd.len);
-      return complete(cur_slot_, nvme::kStatusDataXferError, EIO, 0, 0);
+      log().error("{} cid {:#x}: SUCCESS flag with {} of {} bytes", p_.label, make_cid(rx_.slot), s.rx_done, s.cmd.len);
+      return complete(rx_.slot, nvme::kStatusDataXferError, EIO, 0, 0);
     }
-    complete(cur_slot_, 0, 0, 0, 0);
+    complete(rx_.slot, 0, 0, 0, 0);
   }
 }
 
@@ -345,7 +345,7 @@ void Queue::process(int timeout_ms) {
     switch (rx_state_) {
     case Rx::Header: {
       if (!rx_fill(pdu::kCommonLen)) goto wait;
-      const uint8_t *h = rx_.data() + rx_pos_;
+      const uint8_t *h = rx_.buf.data() + rx_.pos;
       const pdu::Common c = pdu::decode_common(h);
       const pdu::Verdict v = pdu::validate(c, pdu::Receiver::Host, p_.digests, UINT32_MAX);
       if (!v) {
@@ -355,32 +355,32 @@ void Queue::process(int timeout_ms) {
       const bool term = c.type == static_cast<uint8_t>(pdu::Type::C2HTermReq);
       const size_t hdr_total = c.hlen + (p_.digests.header && !term ? pdu::kDigestLen : 0);
       if (!rx_fill(hdr_total)) goto wait;
-      cur_ = c;
-      std::memcpy(cur_hdr_, rx_.data() + rx_pos_, std::min(hdr_total, sizeof cur_hdr_));
-      rx_pos_ += hdr_total;
+      rx_.cur = c;
+      std::memcpy(rx_.hdr, rx_.buf.data() + rx_.pos, std::min(hdr_total, sizeof rx_.hdr));
+      rx_.pos += hdr_total;
       progressed = true;
-      handle_header(cur_hdr_, c);
+      handle_header(rx_.hdr, c);
       break;
     }
     case Rx::Pad: {
       if (!rx_fill(1)) goto wait;
-      const size_t take = std::min<size_t>(pad_left_, rx_len_ - rx_pos_);
-      rx_pos_ += take;
-      pad_left_ -= static_cast<uint32_t>(take);
-      if (!pad_left_) rx_state_ = Rx::Data;
+      const size_t take = std::min<size_t>(rx_.pad, rx_.len - rx_.pos);
+      rx_.pos += take;
+      rx_.pad -= static_cast<uint32_t>(take);
+      if (!rx_.pad) rx_state_ = Rx::Data;
       break;
     }
     case Rx::Data: {
       // Bytes already staged (read ahead with a header) are copied; the rest
       // is received straight into the destination, with the socket's next
       // bytes landing in the staging buffer in the same call.
-      size_t staged = std::min<size_t>(data_left_, rx_len_ - rx_pos_);
+      size_t staged = std::min<size_t>(rx_.left, rx_.len - rx_.pos);
       if (staged) {
-        std::memcpy(data_dst_, rx_.data() + rx_pos_, staged);
-        rx_pos_ += staged;
+        std::memcpy(rx_.dst, rx_.buf.data() + rx_.pos, staged);
+        rx_.pos += staged;
       } else {
-        if (rx_pos_ == rx_len_) rx_pos_ = rx_len_ = 0;
-        iovec iov[2] = {{data_dst_, data_left_}, {rx_.data() + rx_len_, rx_.size() - rx_len_}};
+        if (rx_.pos == rx_.len) rx_.pos = rx_.len = 0;
+        iovec iov[2] = {{rx_.dst, rx_.left}, {rx_.buf.data() + rx_.len, rx_.buf.size() - rx_.len}};
         msghdr mh{};
         mh.msg_iov = iov;
         mh.msg_iovlen = 2;
@@ -395,14 +395,14 @@ void Queue::process(int timeout_ms) {
           fail(fmt::format("receive failed: {}", strerror(errno)), ECONNRESET);
           return;
         }
-        staged = std::min<size_t>(static_cast<size_t>(n), data_left_);
-        rx_len_ += static_cast<size_t>(n) - staged;
+        staged = std::min<size_t>(static_cast<size_t>(n), rx_.left);
+        rx_.len += static_cast<size_t>(n) - staged;
       }
       progressed = true;
-      if (p_.digests.data) data_crc_ = crc32c_update(data_crc_, data_dst_, staged);
-      data_dst_ += staged;
-      data_left_ -= static_cast<uint32_t>(staged);
-      if (!data_left_) {
+      if (p_.digests.data) rx_.crc = crc32c_update(rx_.crc, rx_.dst, staged);
+      rx_.dst += staged;
+      rx_.left -= static_cast<uint32_t>(staged);
+      if (!rx_.left) {
         if (p_.digests.data)
           rx_state_ = Rx::DataDigest;
         else
@@ -412,8 +412,8 @@ void Queue::process(int timeout_ms) {
     }
     case Rx::DataDigest: {
       if (!rx_fill(4)) goto wait;
-      std::memcpy(ddgst_buf_, rx_.data() + rx_pos_, 4);
-      rx_pos_ += 4;
+      std::memcpy(ddgst_buf_, rx_.buf.data() + rx_.pos, 4);
+      rx_.pos += 4;
       finish_data_pdu();
       break;
     }

@@ -14,6 +14,7 @@
 
 #include "../../lib/nvme.hpp"
 #include "../../lib/pdu.hpp"
+#include "../../lib/rx_cursor.hpp"
 #include "../../lib/send_ring.hpp"
 #include "../../lib/sock.hpp"
 
@@ -125,15 +126,8 @@ private:
   size_t h2c_head_ = 0, h2c_count_ = 0;
   std::vector<iovec> iov_;
 
-  std::vector<uint8_t> rx_;
-  size_t rx_pos_ = 0, rx_len_ = 0;
+  RxCursor rx_;
   Rx rx_state_ = Rx::Header;
-  uint8_t cur_hdr_[pdu::kMaxHdrWithDigest];
-  pdu::Common cur_{};
-  uint16_t cur_slot_ = 0;
-  uint8_t *data_dst_ = nullptr;
-  uint32_t data_left_ = 0, pad_left_ = 0, cur_datal_ = 0;
-  uint32_t data_crc_ = 0;
   uint8_t ddgst_buf_[4];
 };
 

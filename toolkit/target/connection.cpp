@@ -21,14 +21,13 @@ Connection::Connection(Registry &reg, ConnIo &io, int fd, PortState &port, std::
     : reg_(reg), io_(io), fd_(fd), port_(port), peer_(std::move(peer)), port_counters_(reg.counters(port.cfg.id)),
       inline_limit_(port.cfg.inline_data_size),
       // R2T, C2HData and response per command at most, plus ICResp/TermReq.
-      tx_(static_cast<size_t>(reg.config().queue_entries) * 3 + 8) {
+      tx_(static_cast<size_t>(reg.config().queue_entries) * 3 + 8), rx_(kRxBuffer) {
   label_ = fmt::format("port {} {}", port_.cfg.id, peer_);
   const uint32_t entries = reg_.config().queue_entries;
   cmds_.resize(entries);
   free_.reserve(entries);
   for (size_t i = entries; i-- > 0;)
     free_.push_back(static_cast<uint16_t>(i));
-  rx_.resize(kRxBuffer);
   port_counters_.connections++;
 }
 
@@ -55,13 +54,13 @@ void Connection::close(const std::string &why) {
 }
 
 std::pair<uint8_t *, size_t> Connection::rx_space() {
-  if (rx_pos_ == rx_len_) rx_pos_ = rx_len_ = 0;
-  if (rx_len_ == rx_.size()) { // compact: keep the partial PDU at the front
-    std::memmove(rx_.data(), rx_.data() + rx_pos_, rx_len_ - rx_pos_);
-    rx_len_ -= rx_pos_;
-    rx_pos_ = 0;
+  if (rx_.pos == rx_.len) rx_.pos = rx_.len = 0;
+  if (rx_.len == rx_.buf.size()) { // compact: keep the partial PDU at the front
+    std::memmove(rx_.buf.data(), rx_.buf.data() + rx_.pos, rx_.len - rx_.pos);
+    rx_.len -= rx_.pos;
+    rx_.pos = 0;
   }
-  return {rx_.data() + rx_len_, rx_.size() - rx_len_};
+  return {rx_.buf.data() + rx_.len, rx_.buf.size() - rx_.len};
 }
 
 void Connection::on_received(size_t n) {
@@ -70,7 +69,7 @@ void Connection::on_received(size_t n) {
     close("closed by the host");
     return;
   }
-  rx_len_ += n;
+  rx_.len += n;
   stats_.rx_bytes += n;
   port_counters_.rx_bytes += n;
   process();
@@ -145,25 +144,25 @@ bool Connection::handle_icreq(const uint8_t *h) {
 
 void Connection::process() {
   while (!closing_) {
-    const size_t avail = rx_len_ - rx_pos_;
+    const size_t avail = rx_.len - rx_.pos;
     switch (rx_state_) {
-    case Rx::Discard: rx_pos_ = rx_len_; return;
+    case Rx::Discard: rx_.pos = rx_.len; return;
     case Rx::Ic: {
       if (avail < pdu::kCommonLen) return;
-      const pdu::Common c = pdu::decode_common(rx_.data() + rx_pos_);
+      const pdu::Common c = pdu::decode_common(rx_.buf.data() + rx_.pos);
       if (c.type != static_cast<uint8_t>(pdu::Type::ICReq) || c.plen != pdu::kIcLen) {
-        protocol_error(pdu::Fes::PduSequenceError, "first PDU is not an ICReq", rx_.data() + rx_pos_, pdu::kCommonLen, 0);
+        protocol_error(pdu::Fes::PduSequenceError, "first PDU is not an ICReq", rx_.buf.data() + rx_.pos, pdu::kCommonLen, 0);
         return;
       }
       if (avail < pdu::kIcLen) return;
-      if (!handle_icreq(rx_.data() + rx_pos_)) return;
-      rx_pos_ += pdu::kIcLen;
+      if (!handle_icreq(rx_.buf.data() + rx_.pos)) return;
+      rx_.pos += pdu::kIcLen;
       rx_state_ = Rx::Header;
       break;
     }
     case Rx::Header: {
       if (avail < pdu::kCommonLen) return;
-      const uint8_t *h = rx_.data() + rx_pos_;
+      const uint8_t *h = rx_.buf.data() + rx_.pos;
       const pdu::Common c = pdu::decode_common(h);
       const uint32_t max_data = c.type == static_cast<uint8_t>(pdu::Type::H2CData) ? reg_.config().maxh2cdata
                                 : qid_ == 0 || qid_ == 0xffff                      ? kAdminInline
@@ -175,29 +174,29 @@ void Connection::process() {
       const bool term = c.type == static_cast<uint8_t>(pdu::Type::H2CTermReq);
       const size_t hdr_total = c.hlen + (dg_.header && !term ? pdu::kDigestLen : 0);
       if (avail < hdr_total) return;
-      cur_ = c;
-      std::memcpy(cur_hdr_, h, std::min(hdr_total, sizeof cur_hdr_));
-      rx_pos_ += hdr_total;
-      handle_header(cur_hdr_, c);
+      rx_.cur = c;
+      std::memcpy(rx_.hdr, h, std::min(hdr_total, sizeof rx_.hdr));
+      rx_.pos += hdr_total;
+      handle_header(rx_.hdr, c);
       break;
     }
     case Rx::Pad: {
-      const size_t take = std::min<size_t>(pad_left_, avail);
-      rx_pos_ += take;
-      pad_left_ -= static_cast<uint32_t>(take);
-      if (pad_left_) return;
+      const size_t take = std::min<size_t>(rx_.pad, avail);
+      rx_.pos += take;
+      rx_.pad -= static_cast<uint32_t>(take);
+      if (rx_.pad) return;
       rx_state_ = Rx::Data;
       break;
     }
     case Rx::Data: {
-      const size_t take = std::min<size_t>(data_left_, avail);
+      const size_t take = std::min<size_t>(rx_.left, avail);
       if (!take) return;
-      std::memcpy(data_dst_, rx_.data() + rx_pos_, take);
-      if (dg_.data) data_crc_ = crc32c_update(data_crc_, data_dst_, take);
-      rx_pos_ += take;
-      data_dst_ += take;
-      data_left_ -= static_cast<uint32_t>(take);
-      if (data_left_) return;
+      std::memcpy(rx_.dst, rx_.buf.data() + rx_.pos, take);
+      if (dg_.data) rx_.crc = crc32c_update(rx_.crc, rx_.dst, take);
+      rx_.pos += take;
+      rx_.dst += take;
+      rx_.left -= static_cast<uint32_t>(take);
+      if (rx_.left) return;
       if (dg_.data)
         rx_state_ = Rx::DataDigest;
       else
@@ -206,17 +205,17 @@ void Connection::process() {
     }
     case Rx::DataDigest: {
       if (avail < 4) return;
-      const uint32_t got = wire::get32(rx_.data(), rx_pos_);
-      rx_pos_ += 4;
-      if (got != crc32c_final(data_crc_)) {
+      const uint32_t got = wire::get32(rx_.buf.data(), rx_.pos);
+      rx_.pos += 4;
+      if (got != crc32c_final(rx_.crc)) {
         // The command fails with Transient Transport Error and its data is
         // never used; the connection itself stays up (NVMe/TCP 1.0, 3.6.3).
         stats_.errors++;
         port_counters_.errors++;
-        log().warn("{} qid {}: data digest mismatch for cid {:#x}: command failed", label_, qid_, cmds_[cur_slot_].cid);
+        log().warn("{} qid {}: data digest mismatch for cid {:#x}: command failed", label_, qid_, cmds_[rx_.slot].cid);
         rx_state_ = Rx::Header;
         if (cur_last_)
-          complete(cur_slot_, nvme::kStatusTransientTransport);
+          complete(rx_.slot, nvme::kStatusTransientTransport);
         else
           digest_failed_ = true;
         break;
@@ -283,13 +282,13 @@ void Connection::handle_capsule(const uint8_t *h, const pdu::Common &c) {
       return;
     }
     cmd.data_len = incapsule;
-    cur_slot_ = slot;
-    data_dst_ = cmd.buf;
-    data_left_ = cur_datal_ = incapsule;
-    pad_left_ = c.pdo - c.hlen - (dg_.header ? 4u : 0u);
-    data_crc_ = kCrc32cSeed;
+    rx_.slot = slot;
+    rx_.dst = cmd.buf;
+    rx_.left = rx_.datal = incapsule;
+    rx_.pad = c.pdo - c.hlen - (dg_.header ? 4u : 0u);
+    rx_.crc = kCrc32cSeed;
     cur_last_ = true;
-    rx_state_ = pad_left_ ? Rx::Pad : Rx::Data;
+    rx_state_ = rx_.pad ? Rx::Pad : Rx::Data;
     return;
   }
   rx_state_ = Rx::Header;
@@ -311,29 +310,29 @@ void Connection::handle_h2c_data(const uint8_t *h, const pdu::Common &c) {
   const bool last = d.datao + d.datal == cmd.data_len;
   if (last != bool(c.flags & pdu::kFlagLast))
     return protocol_error(pdu::Fes::InvalidHeaderField, "LAST_PDU flag does not match the end of the transfer", h, c.hlen, 1);
-  cur_slot_ = d.ttag;
-  data_dst_ = cmd.buf + d.datao;
-  data_left_ = cur_datal_ = d.datal;
-  pad_left_ = c.pdo - c.hlen - (dg_.header ? 4u : 0u);
-  data_crc_ = kCrc32cSeed;
+  rx_.slot = d.ttag;
+  rx_.dst = cmd.buf + d.datao;
+  rx_.left = rx_.datal = d.datal;
+  rx_.pad = c.pdo - c.hlen - (dg_.header ? 4u : 0u);
+  rx_.crc = kCrc32cSeed;
   cur_last_ = last;
-  rx_state_ = pad_left_ ? Rx::Pad : Rx::Data;
+  rx_state_ = rx_.pad ? Rx::Pad : Rx::Data;
 }
 
 void Connection::data_complete() {
   rx_state_ = Rx::Header;
-  Cmd &cmd = cmds_[cur_slot_];
-  cmd.received += cur_datal_;
+  Cmd &cmd = cmds_[rx_.slot];
+  cmd.received += rx_.datal;
   if (!cur_last_) return;
   if (digest_failed_) { // an earlier H2CData of this transfer was corrupt
     digest_failed_ = false;
-    return complete(cur_slot_, nvme::kStatusTransientTransport);
+    return complete(rx_.slot, nvme::kStatusTransientTransport);
   }
   if (cmd.state == Cmd::State::WaitData) {
     cmd.state = Cmd::State::Exec;
-    execute(cur_slot_);
+    execute(rx_.slot);
   } else {
-    dispatch(cur_slot_);
+    dispatch(rx_.slot);
   }
 }
 

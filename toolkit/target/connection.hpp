@@ -15,6 +15,7 @@
 #include "nvme.hpp"
 #include "pdu.hpp"
 #include "registry.hpp"
+#include "rx_cursor.hpp"
 #include "send_ring.hpp"
 
 namespace mpnvme::target {
@@ -144,15 +145,8 @@ private:
   std::vector<uint16_t> free_;
   SendRing tx_;
 
-  std::vector<uint8_t> rx_;
-  size_t rx_pos_ = 0, rx_len_ = 0;
+  RxCursor rx_;
   Rx rx_state_ = Rx::Ic;
-  uint8_t cur_hdr_[pdu::kMaxHdrWithDigest];
-  pdu::Common cur_{};
-  uint16_t cur_slot_ = 0;
-  uint8_t *data_dst_ = nullptr;
-  uint32_t data_left_ = 0, pad_left_ = 0, cur_datal_ = 0;
-  uint32_t data_crc_ = 0;
   bool cur_last_ = false;
   bool digest_failed_ = false; // a data digest of the current transfer failed
 };
