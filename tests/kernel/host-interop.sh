@@ -45,10 +45,8 @@ MPNVME_LAB_BINARIES="$(command -v nvme)" MPNVME_LAB_APPEND="mp.p1=$p1 mp.p2=$p2 
 wait_for 'HOSTTEST (connected|connect-failed)' 120
 line=$(grep -a 'HOSTTEST connected' <(console)) || fail "the kernel host could not connect"
 echo "$line"
-grep -a 'HOSTTEST path' <(console)
 [[ $line == *"controllers=2"* ]] || fail "expected one subsystem with two controllers"
 [[ $line == *"model=mpnvme-target"* ]] || fail "subsystem model not read from Identify"
-[[ $(console | grep -ac 'HOSTTEST path .*ana=optimized') == 2 ]] || fail "both paths should report ANA state optimized"
 
 console | grep -a 'HOSTTEST discovery'
 [[ $(console | grep -ac "HOSTTEST discovery subnqn: $nqn") == 2 ]] || fail "nvme discover should list $nqn on both ports"
@@ -56,7 +54,9 @@ console | grep -aq "HOSTTEST discovery trsvcid: $p2" || fail "nvme discover did 
 echo "ok: nvme-cli discovery lists the subsystem on both ports"
 
 expected=$(yes mpnvme0 | head -c 16777216 | md5sum | cut -d' ' -f1)
-wait_for 'HOSTTEST md5' 120
+wait_for 'HOSTTEST md5' 120 # printed after the per-path lines
+grep -a 'HOSTTEST path' <(console)
+[[ $(console | grep -ac 'HOSTTEST path .*ana=optimized') == 2 ]] || fail "both paths should report ANA state optimized"
 got=$(grep -a 'HOSTTEST md5' <(console) | awk '{print $3}')
 [[ $got == "$expected" ]] || fail "read-back md5 $got, written $expected"
 echo "ok: 16 MiB written and read back by the kernel host, md5 $got"
