@@ -17,12 +17,12 @@ struct RxCursor {
   size_t pos = 0, len = 0;
   uint8_t hdr[pdu::kMaxHdrWithDigest]; // the current PDU's header (+digest)
   pdu::Common cur{};
-  uint16_t slot = 0;       // command slot the data belongs to
-  uint8_t *dst = nullptr;  // where the rest of the data goes
-  uint32_t left = 0;       // data bytes still to come
-  uint32_t pad = 0;        // padding bytes before the data
-  uint32_t datal = 0;      // data bytes of the current PDU
-  uint32_t crc = 0;        // running data digest
+  uint16_t slot = 0;      // command slot the data belongs to
+  uint8_t *dst = nullptr; // where the rest of the data goes
+  uint32_t left = 0;      // data bytes still to come
+  uint32_t pad = 0;       // padding bytes before the data
+  uint32_t datal = 0;     // data bytes of the current PDU
+  uint32_t crc = 0;       // running data digest
   size_t avail() const { return len - pos; }
 };
 

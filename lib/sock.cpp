@@ -47,31 +47,36 @@ static void set_int(int fd, int level, int name, int value, const PathAddr &to, 
   if (setsockopt(fd, level, name, &value, sizeof value) < 0) throw sys_error(to, what, errno);
 }
 
-Fd connect_stream(const PathAddr &to, const SocketSettings &s) {
+using AddrInfo = std::unique_ptr<addrinfo, decltype(&freeaddrinfo)>;
+
+// Resolve `at` (numeric or a name; IPv6 when bracketed) for a stream socket.
+static AddrInfo resolve(const PathAddr &at, bool passive) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
-  hints.ai_family = to.ipv6 ? AF_INET6 : AF_UNSPEC;
+  hints.ai_flags = passive ? AI_PASSIVE : 0;
+  hints.ai_family = at.ipv6 ? AF_INET6 : AF_UNSPEC;
   addrinfo *res = nullptr;
-  if (int rc = getaddrinfo(to.addr.c_str(), to.service.c_str(), &hints, &res); rc != 0)
-    throw std::runtime_error(fmt::format("{}: cannot resolve address: {}", to.display(), gai_strerror(rc)));
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
+  if (int rc = getaddrinfo(at.addr.c_str(), at.service.c_str(), &hints, &res); rc != 0)
+    throw std::runtime_error(fmt::format("{}: cannot resolve address: {}", at.display(), gai_strerror(rc)));
+  return AddrInfo(res, freeaddrinfo);
+}
 
-  const int proto = s.transport == Transport::Mptcp ? IPPROTO_MPTCP : IPPROTO_TCP;
-  Fd fd(::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, proto));
-  if (!fd) {
-    if (s.transport == Transport::Mptcp && (errno == EPROTONOSUPPORT || errno == EINVAL || errno == ENOPROTOOPT))
-      throw sys_error(to, "MPTCP socket (kernel without MPTCP or net.mptcp.enabled=0; use transport=tcp)", errno);
-    throw sys_error(to, "socket", errno);
-  }
-  const bool v6 = res->ai_family == AF_INET6;
-  // TOS first, then priority: on TCP, IP_TOS rewrites sk_priority.
-  if (s.tos) {
-    if (v6)
-      set_int(fd.get(), IPPROTO_IPV6, IPV6_TCLASS, static_cast<int>(*s.tos), to, "tos (IPV6_TCLASS)");
-    else
-      set_int(fd.get(), IPPROTO_IP, IP_TOS, static_cast<int>(*s.tos), to, "tos (IP_TOS)");
-  }
-  if (s.priority) set_int(fd.get(), SOL_SOCKET, SO_PRIORITY, static_cast<int>(*s.priority), to, "sk_priority (SO_PRIORITY)");
+// A non-blocking MPTCP or TCP stream socket; a kernel without MPTCP gets
+// `mptcp_hint` in the error.
+static Fd open_stream(const PathAddr &at, int family, Transport transport, const char *mptcp_hint) {
+  Fd fd(
+      ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, transport == Transport::Mptcp ? IPPROTO_MPTCP : IPPROTO_TCP));
+  if (fd) return fd;
+  if (transport == Transport::Mptcp && (errno == EPROTONOSUPPORT || errno == EINVAL || errno == ENOPROTOOPT))
+    throw sys_error(at, mptcp_hint, errno);
+  throw sys_error(at, "socket", errno);
+}
+
+Fd connect_stream(const PathAddr &to, const SocketSettings &s) {
+  const AddrInfo res = resolve(to, false);
+  Fd fd = open_stream(to, res->ai_family, s.transport,
+                      "MPTCP socket (kernel without MPTCP or net.mptcp.enabled=0; use transport=tcp)");
+  apply_priority(fd.get(), res->ai_family == AF_INET6, s.priority, s.tos, to.display());
   // NVMe/TCP PDUs are latency-sensitive and already batched by the caller.
   set_int(fd.get(), IPPROTO_TCP, TCP_NODELAY, 1, to, "TCP_NODELAY");
 
@@ -124,18 +129,8 @@ void apply_priority(int fd, bool ipv6, std::optional<unsigned> priority, std::op
 }
 
 Fd listen_stream(const PathAddr &at, Transport transport, int backlog) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE;
-  hints.ai_family = at.ipv6 ? AF_INET6 : AF_UNSPEC;
-  addrinfo *res = nullptr;
-  if (int rc = getaddrinfo(at.addr.c_str(), at.service.c_str(), &hints, &res); rc != 0)
-    throw std::runtime_error(fmt::format("{}: cannot resolve address: {}", at.display(), gai_strerror(rc)));
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
-  const int proto = transport == Transport::Mptcp ? IPPROTO_MPTCP : IPPROTO_TCP;
-  Fd fd(::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, proto));
-  if (!fd)
-    throw sys_error(at, transport == Transport::Mptcp ? "MPTCP socket (use --transport tcp without MPTCP)" : "socket", errno);
+  const AddrInfo res = resolve(at, true);
+  Fd fd = open_stream(at, res->ai_family, transport, "MPTCP socket (use --transport tcp without MPTCP)");
   set_int(fd.get(), SOL_SOCKET, SO_REUSEADDR, 1, at, "SO_REUSEADDR");
   if (res->ai_family == AF_INET6) set_int(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, 1, at, "IPV6_V6ONLY");
   if (::bind(fd.get(), res->ai_addr, res->ai_addrlen) < 0) throw sys_error(at, "bind", errno);
