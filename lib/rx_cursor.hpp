@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "crc32c.hpp"
 #include "pdu.hpp"
 
 namespace mpnvme {
@@ -24,6 +25,17 @@ struct RxCursor {
   uint32_t datal = 0;     // data bytes of the current PDU
   uint32_t crc = 0;       // running data digest
   size_t avail() const { return len - pos; }
+  // Start taking the `n` data bytes of PDU `c` (command `s`) into `d`, after
+  // the padding between its header (plus digest) and pdo. True when there
+  // is padding to skip first.
+  bool begin_data(uint16_t s, uint8_t *d, uint32_t n, const pdu::Common &c, bool hdgst) {
+    slot = s;
+    dst = d;
+    left = datal = n;
+    pad = c.pdo - c.hlen - (hdgst ? pdu::kDigestLen : 0u);
+    crc = kCrc32cSeed;
+    return pad != 0;
+  }
 };
 
 } // namespace mpnvme

@@ -304,12 +304,8 @@ void Queue::handle_header(const uint8_t *h, const pdu::Common &c) {
     if (d.datao != s->rx_done) return protocol_error(pdu::Fes::DataOutOfRange, "C2HData out of order", h, c.hlen, 12);
     if (d.datao > s->cmd.len || d.datal > s->cmd.len - d.datao)
       return protocol_error(pdu::Fes::DataOutOfRange, "C2HData beyond the command's buffer", h, c.hlen, 12);
-    rx_.slot = static_cast<uint16_t>(s - slots_.data());
-    rx_.dst = s->cmd.data + d.datao;
-    rx_.left = rx_.datal = d.datal;
-    rx_.pad = c.pdo - c.hlen - (hd ? 4u : 0u);
-    rx_.crc = kCrc32cSeed;
-    rx_state_ = rx_.pad ? Rx::Pad : Rx::Data;
+    const bool pad = rx_.begin_data(static_cast<uint16_t>(s - slots_.data()), s->cmd.data + d.datao, d.datal, c, hd);
+    rx_state_ = pad ? Rx::Pad : Rx::Data;
     return;
   }
   default: return protocol_error(pdu::Fes::InvalidHeaderField, "unexpected PDU type", h, c.hlen, 0);

@@ -282,13 +282,8 @@ void Connection::handle_capsule(const uint8_t *h, const pdu::Common &c) {
       return;
     }
     cmd.data_len = incapsule;
-    rx_.slot = slot;
-    rx_.dst = cmd.buf;
-    rx_.left = rx_.datal = incapsule;
-    rx_.pad = c.pdo - c.hlen - (dg_.header ? 4u : 0u);
-    rx_.crc = kCrc32cSeed;
     cur_last_ = true;
-    rx_state_ = rx_.pad ? Rx::Pad : Rx::Data;
+    rx_state_ = rx_.begin_data(slot, cmd.buf, incapsule, c, dg_.header) ? Rx::Pad : Rx::Data;
     return;
   }
   rx_state_ = Rx::Header;
@@ -310,13 +305,8 @@ void Connection::handle_h2c_data(const uint8_t *h, const pdu::Common &c) {
   const bool last = d.datao + d.datal == cmd.data_len;
   if (last != bool(c.flags & pdu::kFlagLast))
     return protocol_error(pdu::Fes::InvalidHeaderField, "LAST_PDU flag does not match the end of the transfer", h, c.hlen, 1);
-  rx_.slot = d.ttag;
-  rx_.dst = cmd.buf + d.datao;
-  rx_.left = rx_.datal = d.datal;
-  rx_.pad = c.pdo - c.hlen - (dg_.header ? 4u : 0u);
-  rx_.crc = kCrc32cSeed;
   cur_last_ = last;
-  rx_state_ = rx_.pad ? Rx::Pad : Rx::Data;
+  rx_state_ = rx_.begin_data(d.ttag, cmd.buf + d.datao, d.datal, c, dg_.header) ? Rx::Pad : Rx::Data;
 }
 
 void Connection::data_complete() {
