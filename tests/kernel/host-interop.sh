@@ -9,7 +9,7 @@ build=$1
 state=$(mktemp -d /tmp/mpnvme-hostlab.XXXXXX)
 nqn=nqn.2026-11.io.mpnvme:host-interop
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$here/guest-common.sh"
 p1=$(free_port) p2=$(free_port)
 cleanup() {
   "$here/lab.sh" stop "$state"
@@ -18,22 +18,12 @@ cleanup() {
   rm -rf "$state"
 }
 trap cleanup EXIT
-# The serial console ends lines with \r\n.
-console() { tr -d '\r' <"$state/console.log"; }
 fail() { echo "FAIL: $*"; echo "--- guest console"; console | grep -a HOSTTEST; echo "--- target log"; tail -30 "$state/target.log"; exit 1; }
 control() { python3 - "$state/control" "$1" <<'PY'
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall((sys.argv[2] + "\n").encode())
 print(s.recv(4096).decode().strip())
 PY
-}
-wait_for() { # REGEX TIMEOUT
-  local t=$((SECONDS + $2))
-  while ((SECONDS < t)); do
-    console | grep -aqE "$1" && return 0
-    sleep 0.5
-  done
-  fail "guest did not print /$1/ within $2 s"
 }
 
 "$build/toolkit/target/mpnvme-target" --listen "127.0.0.1:$p1,127.0.0.1:$p2" --subnqn "$nqn" --ns ram:64m \
@@ -50,7 +40,7 @@ echo "$line"
 
 console | grep -a 'HOSTTEST discovery'
 [[ $(console | grep -ac "HOSTTEST discovery subnqn: $nqn") == 2 ]] || fail "nvme discover should list $nqn on both ports"
-console | grep -aq "HOSTTEST discovery trsvcid: $p2" || fail "nvme discover did not list port $p2"
+seen "HOSTTEST discovery trsvcid: $p2" || fail "nvme discover did not list port $p2"
 echo "ok: nvme-cli discovery lists the subsystem on both ports"
 
 expected=$(yes mpnvme0 | head -c 16777216 | md5sum | cut -d' ' -f1)
@@ -82,8 +72,8 @@ wait_for 'HOSTTEST ana-check start' 60
 echo "port 2 ANA group 1 -> inaccessible: $(control 'ana 2 1 inaccessible')"
 wait_for 'HOSTTEST ana-read' 60
 console | grep -a 'HOSTTEST ana '
-console | grep -aq "HOSTTEST ana trsvcid=$p2 inaccessible" || fail "the kernel host did not see port 2 become inaccessible"
-console | grep -aq "HOSTTEST ana trsvcid=$p1 optimized" || fail "port 1 should stay optimized"
+seen "HOSTTEST ana trsvcid=$p2 inaccessible" || fail "the kernel host did not see port 2 become inaccessible"
+seen "HOSTTEST ana trsvcid=$p1 optimized" || fail "port 1 should stay optimized"
 [[ $(console | grep -a 'HOSTTEST ana-read' | awk '{print $4}') == "$expected" ]] || fail "read after the ANA change returned wrong data"
 echo "ok: ANA change delivered by AEN; I/O continues on the optimized path"
 

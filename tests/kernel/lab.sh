@@ -30,6 +30,7 @@ esac
 modules=(configfs nvmet nvmet-tcp nvme-tcp nvme-fabrics brd loop virtio_pci virtio_net sch_netem)
 
 die() { echo "lab: $*" >&2; exit 1; }
+source "$here/guest-common.sh"
 
 kernel_dir() {
   local pkg
@@ -83,10 +84,6 @@ copy_binary() {
   for lib in $(ldd "$bin" | grep -o '/[^ ]*'); do
     mkdir -p "$ir$(dirname "$lib")"; cp -L "$lib" "$ir$lib"
   done
-}
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
 start() {

@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 build=$1
 state=$(mktemp -d /tmp/mpnvme-nvmetlab.XXXXXX)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$here/guest-common.sh"
 go=$(free_port)
 # The guest waits on this port while the engine runs against its nvmet.
 python3 - "$go" "$state/go-release" <<'PY' &
@@ -28,13 +28,7 @@ cleanup() {
   rm -rf "$state"
 }
 trap cleanup EXIT
-console() { tr -d '\r' <"$state/console.log"; }
 fail() { echo "FAIL: $*"; console | grep -a '^TK' | tail -40; exit 1; }
-wait_for() {
-  local t=$((SECONDS + $2))
-  while ((SECONDS < t)); do console | grep -aqE "$1" && return 0; sleep 0.5; done
-  fail "guest did not print /$1/ within $2 s"
-}
 
 MPNVME_LAB_BINARIES="$build/toolkit/nvmet/mpnvme-nvmet $build/toolkit/iopolicy/mpnvme-iopolicy $(command -v setpriv)" \
 MPNVME_LAB_FILES="$here/jobs/nvmet-two-paths.fio $here/jobs/nvmetcli-example.json" MPNVME_LAB_FWD=4421 MPNVME_LAB_APPEND="mp.go=$go" \
@@ -56,7 +50,7 @@ sed -n '/^{/,$p' "$state/engine.json" | jq -r '.jobs[] | "ok: engine vs nvmet fr
 
 wait_for 'TK done' 300
 console | grep -a '^TK' | sed -n '/engine run finished/,$p'
-console | grep -aq '^TK FAIL' && fail "guest checks failed"
+seen '^TK FAIL' && fail "guest checks failed"
 split() { # POLICY -> "a b": reads per path during that policy's run
   console | grep -a "^TK split $1 " | awk '{
     for (i = 4; i <= NF; i++) if ($i ~ /=/) { split($i, kv, "="); if (!(kv[1] in b)) b[kv[1]] = kv[2]; else a[kv[1]] = kv[2] - b[kv[1]] }
