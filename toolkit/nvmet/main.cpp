@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
     if (apply_cmd->parsed() || connect_cmd->parsed()) {
       const auto jobs = read_jobfile(job);
       const target::TargetConfig cfg = [&] {
-        target::TargetConfig c = target::config_from_jobfile(job);
+        target::TargetConfig c = target::config_from_jobs(jobs, job);
         target::finalize(c);
         return c;
       }();

@@ -202,10 +202,12 @@ TargetConfig load_json_config(const std::string &path) {
   return c;
 }
 
-TargetConfig config_from_jobfile(const std::string &path) {
+TargetConfig config_from_jobfile(const std::string &path) { return config_from_jobs(read_jobfile(path), path); }
+
+TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::string &path) {
   TargetConfig c;
   std::set<std::string> seen_ports;
-  for (const JobSection &job : read_jobfile(path)) {
+  for (const JobSection &job : jobs) {
     const std::string where = fmt::format("{} [{}]", path, job.name);
     const auto subnqn = job.get("subnqn");
     if (!subnqn || subnqn->empty()) throw std::runtime_error(where + ": subnqn= is not set");

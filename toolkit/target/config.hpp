@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "jobfile.hpp"
 #include "paths.hpp"
 #include "sock.hpp"
 
@@ -73,6 +74,8 @@ TargetConfig load_json_config(const std::string &path);
 // What the engine options of a job file expect: one subsystem per subnqn,
 // one RAM namespace per nsid of the job's size, one port per traddr path.
 TargetConfig config_from_jobfile(const std::string &path);
+// The same from sections already read (`path` names the file in messages).
+TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::string &path);
 
 // Fill in derived values (serials, uuids, port ids) and check consistency.
 void finalize(TargetConfig &c);
