@@ -74,22 +74,19 @@ void Journal::mkdir(const std::string &path) {
   undo_.push_back([path] { remove_dir(path, false); });
 }
 
-void Journal::write(const std::string &path, const std::string &value) {
-  const std::string old = read_attr(path);
+void write_attr(const std::string &path, const std::string &value) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) configfs_error(path, fmt::format("open to write '{}'", value), errno);
   const ssize_t n = ::write(fd, value.data(), value.size());
   const int err = errno;
   ::close(fd);
   if (n < 0) configfs_error(path, fmt::format("write '{}'", value), err);
-  if (!old.empty() && old != value)
-    undo_.push_back([path, old] {
-      int f = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-      if (f >= 0) {
-        [[maybe_unused]] ssize_t w = ::write(f, old.data(), old.size());
-        ::close(f);
-      }
-    });
+}
+
+void Journal::write(const std::string &path, const std::string &value) {
+  const std::string old = read_attr(path);
+  write_attr(path, value);
+  if (!old.empty() && old != value) undo_.push_back([path, old] { write_attr(path, old); });
 }
 
 void Journal::symlink(const std::string &target, const std::string &link) {

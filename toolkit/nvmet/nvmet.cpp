@@ -183,9 +183,7 @@ void clear(const std::string &ram_dir) {
     const std::string sp = sub_path(nqn);
     for (const auto &id : list_dir(sp + "/namespaces")) {
       const std::string np = sp + "/namespaces/" + id;
-      Journal j;
-      if (read_attr(np + "/enable") == "1") j.write(np + "/enable", "0");
-      j.commit();
+      if (read_attr(np + "/enable") == "1") write_attr(np + "/enable", "0");
       remove_dir(np, true);
     }
     for (const auto &h : list_dir(sp + "/allowed_hosts"))
