@@ -1,20 +1,13 @@
 #include "host_identity.hpp"
 
+#include "first_line.hpp"
+
 #include <fmt/format.h>
 #include <fstream>
 #include <mutex>
 #include <stdexcept>
 
 namespace mpnvme {
-
-static std::string read_first_line(const char *path) {
-  std::ifstream f(path);
-  std::string line;
-  if (f) std::getline(f, line);
-  while (!line.empty() && (line.back() == '\n' || line.back() == ' ' || line.back() == '\r'))
-    line.pop_back();
-  return line;
-}
 
 bool parse_uuid(const std::string &s, std::array<uint8_t, 16> &out) {
   std::string hex;
@@ -49,11 +42,11 @@ static const std::string &generated_uuid() {
 
 HostIdentity resolve_host_identity(const std::string &hostnqn, const std::string &hostid, const HostIdentityFiles &files) {
   HostIdentity id;
-  id.hostnqn = hostnqn.empty() ? read_first_line(files.hostnqn.c_str()) : hostnqn;
+  id.hostnqn = hostnqn.empty() ? read_first_line(files.hostnqn) : hostnqn;
   if (id.hostnqn.empty()) id.hostnqn = "nqn.2014-08.org.nvmexpress:uuid:" + generated_uuid();
   if (id.hostnqn.size() > 223) throw std::invalid_argument("hostnqn: longer than 223 bytes");
 
-  std::string idtext = hostid.empty() ? read_first_line(files.hostid.c_str()) : hostid;
+  std::string idtext = hostid.empty() ? read_first_line(files.hostid) : hostid;
   if (idtext.empty()) { // nvme-cli derives the host ID from a uuid hostnqn
     const auto pos = id.hostnqn.find(":uuid:");
     idtext = pos != std::string::npos ? id.hostnqn.substr(pos + 6) : generated_uuid();

@@ -40,7 +40,7 @@ static void write_and_verify(const std::string &file, const std::string &policy)
     }
     throw std::runtime_error(fmt::format("{}: writing '{}' refused: {}", file, policy, why));
   }
-  const std::string now = read_sysfs(file);
+  const std::string now = read_first_line(file);
   if (now != policy) throw std::runtime_error(fmt::format("{}: wrote '{}' but the kernel reports '{}'", file, policy, now));
 }
 

@@ -1,5 +1,7 @@
 #include "topology.hpp"
 
+#include "first_line.hpp"
+
 #include <cstdlib>
 #include <fstream>
 #include <memory>
@@ -13,16 +15,7 @@ extern "C" {
 
 namespace mpnvme::toolkit {
 
-std::string read_sysfs(const std::string &path) {
-  std::ifstream f(path);
-  std::string s;
-  if (!f || !std::getline(f, s)) return "";
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\n'))
-    s.pop_back();
-  return s;
-}
-
-bool native_multipath_enabled() { return read_sysfs("/sys/module/nvme_core/parameters/multipath") == "Y"; }
+bool native_multipath_enabled() { return read_first_line("/sys/module/nvme_core/parameters/multipath") == "Y"; }
 
 std::string kernel_release() {
   utsname u{};

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "first_line.hpp"
+
 namespace mpnvme::toolkit {
 
 struct PathInfo {
@@ -33,6 +35,5 @@ std::vector<SubsystemInfo> scan_topology();
 // Module-level facts that explain refusals.
 bool native_multipath_enabled(); // /sys/module/nvme_core/parameters/multipath
 std::string kernel_release();
-std::string read_sysfs(const std::string &path); // trimmed; "" if unreadable
 
 } // namespace mpnvme::toolkit

@@ -6,6 +6,7 @@
 #include "iopolicy.hpp"
 
 using namespace mpnvme::toolkit;
+using mpnvme::read_first_line;
 
 namespace {
 
@@ -72,7 +73,7 @@ int main(int argc, char **argv) {
     if (!nqn.empty() + !subsys.empty() + all + deflt != 1)
       return fail("set needs one of --nqn NQN, --subsys NAME, --all, --default");
   }
-  if (read_sysfs("/sys/module/nvme_core/parameters/multipath").empty())
+  if (read_first_line("/sys/module/nvme_core/parameters/multipath").empty())
     return fail("nvme_core is not loaded: no NVMe subsystems and no iopolicy on this kernel");
   std::vector<SubsystemInfo> subs;
   try {

@@ -55,7 +55,7 @@ bool exists(const std::string &path) {
   return lstat(path.c_str(), &st) == 0;
 }
 
-std::string read_attr(const std::string &path) { return read_sysfs(path); }
+std::string read_attr(const std::string &path) { return read_first_line(path); }
 
 std::vector<std::string> list_dir(const std::string &path) {
   std::vector<std::string> out;

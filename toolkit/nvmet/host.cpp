@@ -92,7 +92,7 @@ std::vector<std::string> disconnect_recorded() {
   std::string name, nqn;
   while (in >> name >> nqn) {
     // Only if the controller is still the one we connected (names get reused).
-    if (read_sysfs("/sys/class/nvme/" + name + "/subsysnqn") != nqn) continue;
+    if (read_first_line("/sys/class/nvme/" + name + "/subsysnqn") != nqn) continue;
     delete_controller(name);
     removed.push_back(name);
   }
