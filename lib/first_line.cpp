@@ -8,7 +8,8 @@ std::string read_first_line(const std::string &path) {
   std::ifstream f(path);
   std::string line;
   if (!f || !std::getline(f, line)) return "";
-  while (!line.empty() && (line.back() == ' ' || line.back() == '\n' || line.back() == '\r' || line.back() == '\t')) line.pop_back();
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\n' || line.back() == '\r' || line.back() == '\t'))
+    line.pop_back();
   return line;
 }
 

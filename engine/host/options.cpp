@@ -1,25 +1,48 @@
 #include "options.hpp"
 
 #include <fmt/format.h>
+#include <initializer_list>
 #include <stdexcept>
+#include <utility>
 
 #include "../../lib/log.hpp"
 
 namespace mpnvme::host {
 
-const char *iopolicy_name(IoPolicy p) {
-  switch (p) {
-  case IoPolicy::Numa: return "numa";
-  case IoPolicy::RoundRobin: return "round-robin";
-  case IoPolicy::QueueDepth: return "queue-depth";
-  }
-  return "?";
+namespace {
+
+// The values of an enumerated option; the first is the default.
+template <typename E> using Choices = std::initializer_list<std::pair<const char *, E>>;
+
+constexpr Choices<Transport> kTransports = {{"mptcp", Transport::Mptcp}, {"tcp", Transport::Tcp}};
+constexpr Choices<IoPolicy> kIoPolicies = {
+    {"numa", IoPolicy::Numa}, {"round-robin", IoPolicy::RoundRobin}, {"queue-depth", IoPolicy::QueueDepth}};
+constexpr Choices<TrimMode> kTrimModes = {{"dsm", TrimMode::Dsm}, {"write_zeroes", TrimMode::WriteZeroes}};
+
+std::string str(const char *s) { return s ? s : ""; }
+
+std::invalid_argument bad(const std::string &opt, const std::string &value, const std::string &accepted) {
+  return std::invalid_argument(fmt::format("{}={}: invalid value (accepted: {})", opt, value, accepted));
 }
 
-static std::string str(const char *s) { return s ? s : ""; }
+// `value` of `option` as one of `choices` (empty: the default); the error
+// lists the accepted names from the same table.
+template <typename E> E choose(const char *option, const std::string &value, Choices<E> choices) {
+  if (value.empty()) return choices.begin()->second;
+  std::string accepted;
+  for (const auto &[name, v] : choices) {
+    if (value == name) return v;
+    accepted += accepted.empty() ? name : std::string(", ") + name;
+  }
+  throw bad(option, value, accepted);
+}
 
-static std::invalid_argument bad(const std::string &opt, const std::string &value, const std::string &accepted) {
-  return std::invalid_argument(fmt::format("{}={}: invalid value (accepted: {})", opt, value, accepted));
+} // namespace
+
+const char *iopolicy_name(IoPolicy p) {
+  for (const auto &[name, v] : kIoPolicies)
+    if (v == p) return name;
+  return "?";
 }
 
 EngineOptions parse_engine_options(const mpnvme_opts &o) {
@@ -31,13 +54,7 @@ EngineOptions parse_engine_options(const mpnvme_opts &o) {
   if (!valid_port(port)) throw bad("trsvcid", port, "a port number 1..65535");
   e.paths = parse_paths(str(o.traddr), port, "traddr");
 
-  const std::string tr = str(o.transport);
-  if (tr.empty() || tr == "mptcp")
-    e.transport = Transport::Mptcp;
-  else if (tr == "tcp")
-    e.transport = Transport::Tcp;
-  else
-    throw bad("transport", tr, "mptcp, tcp");
+  e.transport = choose("transport", str(o.transport), kTransports);
 
   e.subnqn = str(o.subnqn);
   if (e.subnqn.empty()) throw std::invalid_argument("subnqn: required (the NVMe subsystem NQN to connect to)");
@@ -58,23 +75,8 @@ EngineOptions parse_engine_options(const mpnvme_opts &o) {
   e.sk_priority = PriorityPairs::parse(str(o.sk_priority), "sk_priority", 0x7fffffff);
   e.tos = PriorityPairs::parse(str(o.tos), "tos", 255);
 
-  const std::string pol = str(o.iopolicy);
-  if (pol.empty() || pol == "numa")
-    e.iopolicy = IoPolicy::Numa;
-  else if (pol == "round-robin")
-    e.iopolicy = IoPolicy::RoundRobin;
-  else if (pol == "queue-depth")
-    e.iopolicy = IoPolicy::QueueDepth;
-  else
-    throw bad("iopolicy", pol, "numa, round-robin, queue-depth");
-
-  const std::string tm = str(o.trim_mode);
-  if (tm.empty() || tm == "dsm")
-    e.trim_mode = TrimMode::Dsm;
-  else if (tm == "write_zeroes")
-    e.trim_mode = TrimMode::WriteZeroes;
-  else
-    throw bad("trim_mode", tm, "dsm, write_zeroes");
+  e.iopolicy = choose("iopolicy", str(o.iopolicy), kIoPolicies);
+  e.trim_mode = choose("trim_mode", str(o.trim_mode), kTrimModes);
 
   e.disable_sqflow = o.disable_sqflow != 0;
   if (o.connect_timeout == 0 || o.connect_timeout > 600)
