@@ -77,8 +77,7 @@ Fd connect_stream(const PathAddr &to, const SocketSettings &s) {
   Fd fd = open_stream(to, res->ai_family, s.transport,
                       "MPTCP socket (kernel without MPTCP or net.mptcp.enabled=0; use transport=tcp)");
   apply_priority(fd.get(), res->ai_family == AF_INET6, s.priority, s.tos, to.display());
-  // NVMe/TCP PDUs are latency-sensitive and already batched by the caller.
-  set_int(fd.get(), IPPROTO_TCP, TCP_NODELAY, 1, to, "TCP_NODELAY");
+  set_nodelay(fd.get(), to.display());
 
   if (!s.host_iface.empty() &&
       setsockopt(fd.get(), SOL_SOCKET, SO_BINDTODEVICE, s.host_iface.c_str(), static_cast<socklen_t>(s.host_iface.size())) < 0)
@@ -110,6 +109,12 @@ Fd connect_stream(const PathAddr &to, const SocketSettings &s) {
   getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &soerr, &len);
   if (soerr) throw sys_error(to, "connect", soerr);
   return fd;
+}
+
+void set_nodelay(int fd, const std::string &what) {
+  int one = 1;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0)
+    throw std::runtime_error(fmt::format("{}: TCP_NODELAY: {}", what, strerror(errno)));
 }
 
 void apply_priority(int fd, bool ipv6, std::optional<unsigned> priority, std::optional<unsigned> tos, const std::string &what) {

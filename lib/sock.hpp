@@ -54,6 +54,13 @@ Fd connect_stream(const PathAddr &to, const SocketSettings &s);
 // std::runtime_error naming the address and the failing step.
 Fd listen_stream(const PathAddr &at, Transport transport, int backlog = 128);
 
+// TCP_NODELAY on a queue socket, either end. NVMe/TCP PDUs are already
+// batched by their sender; with Nagle on, a small PDU (R2T, response) sent
+// while earlier data is unacknowledged waits for the peer's delayed ACK
+// (~40 ms). On MPTCP the option is kept on the MPTCP socket and applied to
+// every subflow, also to those that join later.
+void set_nodelay(int fd, const std::string &what);
+
 // SO_PRIORITY and IP_TOS/IPV6_TCLASS on a socket, TOS first (on TCP, IP_TOS
 // rewrites sk_priority). `what` prefixes error messages.
 void apply_priority(int fd, bool ipv6, std::optional<unsigned> priority, std::optional<unsigned> tos, const std::string &what);

@@ -9,6 +9,7 @@ TARGET="$MPNVME_BUILD/toolkit/target/mpnvme-target"
 NQN=nqn.2026-11.io.mpnvme:integration
 lab=it$$
 work=$(mktemp -d /tmp/mpnvme-it.XXXXXX)
+cd "$work" || exit 1 # what fio writes (verify state files) stays out of the checkout
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 failures=0
 

@@ -15,6 +15,7 @@ set -uo pipefail
 state=$1 expect=$2 name=$3
 shift 3
 port=$(cat "$state/port") || { echo "lab not running ($state)"; exit 1; }
+cd "$state" # files fio writes (verify state) stay out of the checkout
 out="$state/$name.json" log="$state/$name.log"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 export MPNVME_PORT=$port MPNVME_SUBNQN=nqn.2026-11.io.mpnvme:kernel-lab

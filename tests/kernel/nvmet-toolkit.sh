@@ -8,6 +8,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1
 state=$(mktemp -d /tmp/mpnvme-nvmetlab.XXXXXX)
+cd "$state" || exit 1 # what fio writes stays out of the checkout
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 source "$here/guest-common.sh"
 go=$(free_port)

@@ -117,7 +117,9 @@ void Reactor::start(int fd, PortState &port, std::string peer) {
     sockaddr_storage ss{};
     socklen_t len = sizeof ss;
     getsockname(fd, reinterpret_cast<sockaddr *>(&ss), &len);
-    apply_priority(fd, ss.ss_family == AF_INET6, port.cfg.sk_priority, port.cfg.tos, fmt::format("port {}", port.cfg.id));
+    const std::string what = fmt::format("port {} connection from {}", port.cfg.id, peer);
+    set_nodelay(fd, what);
+    apply_priority(fd, ss.ss_family == AF_INET6, port.cfg.sk_priority, port.cfg.tos, what);
   } catch (const std::exception &e) {
     log().warn("{}", e.what());
   }
