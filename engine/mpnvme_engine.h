@@ -36,6 +36,13 @@ struct mpnvme_opts {
   char *trim_mode;
   unsigned int disable_sqflow;
   unsigned int connect_timeout;
+  unsigned int io_timeout;
+  char *reconnect_delay;
+  char *ctrl_loss_tmo;
+  char *fast_io_fail_tmo;
+  unsigned int max_retries;
+  char *path_stats;
+  unsigned int fabrics_disconnect;
 };
 
 /* What the core needs to know about the fio job. */

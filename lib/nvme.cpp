@@ -54,6 +54,14 @@ Sqe make_set_features(uint8_t fid, uint32_t cdw11) {
   return s;
 }
 
+Sqe make_get_log_page(uint8_t lid, uint32_t bytes) {
+  Sqe s = make_cmd(kAdminGetLogPage, 0xffffffff);
+  const uint32_t numd = bytes / 4 - 1; // 0's based dwords
+  s.set_cdw(10, lid | (numd & 0xffff) << 16);
+  s.set_cdw(11, numd >> 16);
+  return s;
+}
+
 static Sqe make_fabrics(uint8_t fctype) {
   Sqe s;
   s.b[0] = kFabricsOpcode;
@@ -200,16 +208,6 @@ std::string status_string(uint16_t status) {
   case 3: text = path_sc(sc); break;
   }
   return fmt::format("{} (sct {:#x} sc {:#04x}{})", text, sct, sc, status_dnr(status) ? ", DNR" : "");
-}
-
-int status_errno(uint16_t status) {
-  const uint8_t sct = status_sct(status), sc = status_sc(status);
-  if (status == 0) return 0;
-  if (sct == 0 && (sc == 0x80 || sc == 0x81)) return ENOSPC;
-  if (sct == 0 && (sc == 0x01 || sc == 0x02)) return EINVAL;
-  if (sct == 2) return EIO;
-  if (sct == 3) return ENOLINK;
-  return EIO;
 }
 
 const char *opcode_name(uint8_t opcode, bool admin) {

@@ -73,6 +73,8 @@ Sqe make_cmd(uint8_t opcode, uint32_t nsid);
 Sqe make_rw(uint8_t opcode, uint32_t nsid, uint64_t slba, uint32_t nlb);
 Sqe make_identify(uint8_t cns, uint32_t nsid);
 Sqe make_set_features(uint8_t fid, uint32_t cdw11);
+// Get Log Page of `bytes` (a multiple of 4) from offset 0, all namespaces.
+Sqe make_get_log_page(uint8_t lid, uint32_t bytes);
 Sqe make_property_get(uint32_t offset, bool eight_bytes);
 Sqe make_property_set(uint32_t offset, uint64_t value, bool eight_bytes);
 Sqe make_connect(uint16_t qid, uint16_t sqsize_0based, uint8_t cattr, uint32_t kato_ms);
@@ -109,8 +111,6 @@ constexpr uint16_t make_status(uint8_t sct, uint8_t sc, bool dnr = false) {
 }
 // "Generic: Invalid Field in Command (sct 0x0 sc 0x02)"-style text.
 std::string status_string(uint16_t status);
-// errno that fio reports for an NVMe status.
-int status_errno(uint16_t status);
 
 // Status codes used by both sides.
 constexpr uint16_t kStatusInvalidOpcode = make_status(0, 0x01, true);

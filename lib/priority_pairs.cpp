@@ -89,4 +89,13 @@ bool PriorityPairs::any_nonzero() const {
   return false;
 }
 
+std::string PriorityPairs::describe() const {
+  std::string s;
+  for (const Rule &r : rules_) {
+    if (!s.empty()) s += ',';
+    s += r.admin ? fmt::format("admin:{}", r.value) : fmt::format("{}-{}:{}", r.lo, r.hi, r.value);
+  }
+  return s;
+}
+
 } // namespace mpnvme

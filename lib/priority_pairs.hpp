@@ -22,6 +22,8 @@ public:
   bool empty() const { return rules_.empty(); }
   // Whether any queue gets a non-zero value.
   bool any_nonzero() const;
+  // The rules in order, e.g. "admin:0,1-4:6" ("" when empty).
+  std::string describe() const;
 
 private:
   struct Rule {

@@ -1,8 +1,15 @@
+// Controller: connecting the association (admin queue, enable, identify,
+// number of queues, asynchronous events, ANA) and the jobs' I/O queues, as
+// the Linux host does it. The admin thread is in controller_thread.cpp.
 #include "controller.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
+#include <nvme/types.h>
 #include <stdexcept>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "../../lib/log.hpp"
 
@@ -12,16 +19,96 @@ constexpr uint16_t kAdminSlots = 32; // the Linux host's admin queue depth
 constexpr uint32_t kAdminIncapsule = 8192;
 } // namespace
 
-Controller::Controller(ControllerConfig cfg) : cfg_(std::move(cfg)) { label_ = fmt::format("path {}", cfg_.path.display()); }
-
-Controller::~Controller() {
-  try {
-    shutdown();
-  } catch (...) { // destructor: shutdown already logged what went wrong
+const char *ctrl_state_name(CtrlState s) {
+  switch (s) {
+  case CtrlState::Connecting: return "connecting";
+  case CtrlState::Live: return "live";
+  case CtrlState::Resetting: return "resetting";
+  case CtrlState::Deleted: return "deleted";
   }
+  return "?";
 }
 
-std::unique_ptr<Queue> Controller::open_queue(uint16_t qid, uint16_t slots) {
+std::string ControllerConfig::key() const {
+  auto opt = [](const std::optional<std::chrono::milliseconds> &v) { return v ? std::to_string(v->count()) : "-"; };
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", path.display(), transport_name(socket.transport),
+                     socket.host_traddr, socket.host_iface, subnqn, host.hostnqn,
+                     fmt::join(host.hostid.begin(), host.hostid.end(), ""), kato_ms, digests.header, digests.data, disable_sqflow,
+                     fabrics_disconnect, sk_priority.describe(), tos.describe(), recovery.reconnect_delay.count(),
+                     opt(recovery.ctrl_loss_tmo), opt(recovery.fast_io_fail_tmo), admin_timeout.count(),
+                     socket.connect_timeout.count());
+}
+
+std::unique_ptr<Channel> IoAttachment::take(uint32_t &generation) {
+  std::lock_guard lk(mu_);
+  has_.store(false, std::memory_order_relaxed);
+  generation = ready_generation_;
+  return std::move(ready_);
+}
+
+void IoAttachment::hand_over(std::unique_ptr<Channel> ch, uint32_t generation) {
+  {
+    std::lock_guard lk(mu_);
+    ready_ = std::move(ch);
+    ready_generation_ = generation;
+    has_.store(true, std::memory_order_release);
+  }
+  wake();
+}
+
+void IoAttachment::wake() const {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_fd, &one, sizeof one);
+}
+
+std::string IoAttachment::refusal() const {
+  std::lock_guard lk(mu_);
+  return refusal_;
+}
+
+void IoAttachment::set_refusal(std::string why) {
+  std::lock_guard lk(mu_);
+  refusal_ = std::move(why);
+}
+
+Controller::Controller(ControllerConfig cfg) : cfg_(std::move(cfg)), label_(fmt::format("path {}", cfg_.path.display())) {
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) throw std::runtime_error(fmt::format("eventfd: {}", strerror(errno)));
+}
+
+Controller::~Controller() {
+  stop_ = true;
+  wake_self();
+  if (thread_.joinable()) thread_.join();
+  try {
+    shutdown();
+  } catch (const std::exception &e) {
+    log().warn("{}: orderly shutdown: {}", label_, e.what());
+  }
+  ::close(wake_fd_);
+}
+
+IdController Controller::id() const {
+  std::lock_guard lk(mu_);
+  return id_;
+}
+
+Clock::time_point Controller::down_since() const {
+  std::lock_guard lk(mu_);
+  return down_since_;
+}
+
+std::string Controller::reason() const {
+  std::lock_guard lk(mu_);
+  return reason_;
+}
+
+bool Controller::failfast_expired(Clock::time_point now) const {
+  const auto &f = cfg_.recovery.fast_io_fail_tmo;
+  return f && state() != CtrlState::Live && now - down_since() >= *f;
+}
+
+std::unique_ptr<Channel> Controller::open_channel(uint16_t qid, uint16_t slots) {
   SocketSettings s = cfg_.socket;
   s.priority = cfg_.sk_priority.for_queue(qid);
   s.tos = cfg_.tos.for_queue(qid);
@@ -32,19 +119,19 @@ std::unique_ptr<Queue> Controller::open_queue(uint16_t qid, uint16_t slots) {
   p.digests = cfg_.digests;
   p.incapsule_limit = qid == 0 ? kAdminIncapsule : 0;
   p.label = fmt::format("{} qid {}", label_, qid);
-  auto q = std::make_unique<Queue>(std::move(fd), std::move(p));
+  auto ch = std::make_unique<Channel>(std::move(fd), std::move(p));
   try {
-    q->initialize(std::chrono::steady_clock::now() + cfg_.admin_timeout);
+    ch->initialize(Clock::now() + cfg_.admin_timeout);
   } catch (const std::exception &e) {
     throw std::runtime_error(fmt::format("{} qid {}: connection setup (ICReq): {}", label_, qid, e.what()));
   }
-  const MptcpState st = query_mptcp(q->fd());
+  const MptcpState st = query_mptcp(ch->fd());
   log().debug("{} qid {}: connected over {}{}", label_, qid, st.mptcp ? "MPTCP" : "TCP",
               cfg_.socket.transport == Transport::Mptcp && !st.mptcp ? " (MPTCP fell back to TCP)" : "");
-  return q;
+  return ch;
 }
 
-void Controller::fabric_connect(Queue &q, uint16_t qid, uint16_t sqsize, uint8_t cattr, uint32_t kato) {
+void Controller::fabric_connect(Channel &ch, uint16_t qid, uint16_t sqsize, uint8_t cattr, uint32_t kato) {
   uint8_t data[nvme::kConnectDataLen];
   nvme::ConnectData cd;
   cd.hostid = cfg_.host.hostid;
@@ -57,9 +144,8 @@ void Controller::fabric_connect(Queue &q, uint16_t qid, uint16_t sqsize, uint8_t
   c.data = data;
   c.len = sizeof data;
   c.dir = DataDir::ToController;
-  c.log_failure = false; // refused Connects are explained below
-  const Completion r = q.execute(c, cfg_.admin_timeout);
-  if (r.error && !r.status) throw std::runtime_error(fmt::format("{} qid {}: Connect: {}", label_, qid, q.failure()));
+  const Completion r = ch.execute(c, cfg_.admin_timeout);
+  if (r.aborted) throw std::runtime_error(fmt::format("{} qid {}: Connect: {}", label_, qid, ch.queue().failure()));
   if (r.status) {
     std::string hint;
     const uint16_t code = r.status & 0x7ff;
@@ -82,15 +168,16 @@ void Controller::fabric_connect(Queue &q, uint16_t qid, uint16_t sqsize, uint8_t
 }
 
 Completion Controller::admin(const nvme::Sqe &sqe, uint8_t *data, uint32_t len, DataDir dir) {
-  std::lock_guard lk(admin_mu_);
   Command c;
   c.sqe = sqe;
   c.data = data;
   c.len = len;
   c.dir = dir;
   Completion r = admin_->execute(c, cfg_.admin_timeout);
-  if (r.error && !r.status)
-    throw std::runtime_error(fmt::format("{} admin {}: {}", label_, nvme::opcode_name(sqe.opcode(), true), admin_->failure()));
+  if (r.aborted)
+    throw std::runtime_error(
+        fmt::format("{} admin {}: {}", label_, nvme::opcode_name(sqe.opcode(), true), admin_->queue().failure()));
+  if (r.status) log().debug("{} admin {}: {}", label_, nvme::opcode_name(sqe.opcode(), true), nvme::status_string(r.status));
   return r;
 }
 
@@ -106,20 +193,24 @@ void Controller::property_set(uint32_t off, uint64_t v) {
 }
 
 void Controller::wait_csts(uint32_t mask, uint32_t want, const char *what) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(cap_.timeout_ms(), 500u));
+  const auto deadline = Clock::now() + std::chrono::milliseconds(std::max(cap_.timeout_ms(), 500u));
   for (;;) {
     const auto csts = static_cast<uint32_t>(property_get(nvme::kRegCsts, false));
     if (csts & nvme::kCstsCfs)
       throw std::runtime_error(fmt::format("{}: controller fatal status while waiting for {}", label_, what));
     if ((csts & mask) == want) return;
-    if (std::chrono::steady_clock::now() > deadline)
+    if (Clock::now() > deadline)
       throw std::runtime_error(fmt::format("{}: timed out waiting for {} (CSTS {:#x})", label_, what, csts));
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
 
-void Controller::connect_admin() {
-  admin_ = open_queue(0, kAdminSlots);
+// Admin queue up to a live controller: Connect, enable, Identify
+// Controller, Number of Queues, asynchronous event configuration and the
+// ANA log. Throws std::runtime_error naming the path and the step.
+void Controller::connect_association() {
+  enabled_ = false;
+  admin_ = open_channel(0, kAdminSlots);
   fabric_connect(*admin_, 0, kAdminSlots - 1, 0, cfg_.kato_ms);
   cap_ = nvme::Cap{property_get(nvme::kRegCap, true)};
   if (cap_.mpsmin_bytes() > 4096)
@@ -134,98 +225,186 @@ void Controller::connect_admin() {
   wait_csts(nvme::kCstsRdy, nvme::kCstsRdy, "CSTS.RDY=1");
   enabled_ = true;
 
-  uint8_t buf[nvme::kIdentifyLen];
-  Completion r = admin(nvme::make_identify(nvme::kCnsController, 0), buf, sizeof buf, DataDir::FromController);
+  std::vector<uint8_t> buf(nvme::kIdentifyLen);
+  const Completion r =
+      admin(nvme::make_identify(NVME_IDENTIFY_CNS_CTRL, 0), buf.data(), nvme::kIdentifyLen, DataDir::FromController);
   if (r.status) throw std::runtime_error(fmt::format("{}: Identify Controller: {}", label_, nvme::status_string(r.status)));
-  id_ctrl_ = nvme::parse_id_controller(buf);
-  std::memset(buf, 0, sizeof buf);
-  r = admin(nvme::make_identify(nvme::kCnsNamespace, cfg_.nsid), buf, sizeof buf, DataDir::FromController);
-  if (r.status)
-    throw std::runtime_error(fmt::format("{}: Identify Namespace nsid={}: {}", label_, cfg_.nsid, nvme::status_string(r.status)));
-  id_ns_ = nvme::parse_id_namespace(buf);
-  if (id_ns_.nsze == 0)
-    throw std::runtime_error(fmt::format("{}: nsid={} is not an active namespace of {} (the controller has {} namespace ids)",
-                                         label_, cfg_.nsid, cfg_.subnqn, id_ctrl_.nn));
-  if (id_ns_.lba_bytes == 0)
-    throw std::runtime_error(fmt::format("{}: nsid={} reports an invalid LBA format", label_, cfg_.nsid));
-  if (id_ns_.metadata_bytes)
-    throw std::runtime_error(fmt::format("{}: nsid={} uses metadata, which is not supported", label_, cfg_.nsid));
-  log().info("{}: controller {} ({} {}), cntlid {}, namespace {}: {} blocks of {} bytes", label_, id_ctrl_.subnqn, id_ctrl_.model,
-             id_ctrl_.firmware, cntlid_, cfg_.nsid, id_ns_.nsze, id_ns_.lba_bytes);
-}
+  IdController id = parse_id_controller(buf.data());
+  if (id.subnqn != cfg_.subnqn)
+    throw std::runtime_error(
+        fmt::format("{}: the controller reports subsystem '{}', not subnqn '{}'", label_, id.subnqn, cfg_.subnqn));
 
-void Controller::connect_io(uint16_t slots) {
-  const uint32_t want = cfg_.io_qid;
-  const Completion r = admin(nvme::make_set_features(nvme::kFeatNumQueues, (want - 1) | (want - 1) << 16));
-  if (r.status)
-    throw std::runtime_error(fmt::format("{}: Set Features Number of Queues: {}", label_, nvme::status_string(r.status)));
-  const uint32_t granted = std::min(r.dw0 & 0xffff, r.dw0 >> 16) + 1;
-  if (granted < want)
-    throw std::runtime_error(fmt::format("{}: controller grants {} I/O queue(s), job needs queue id {}", label_, granted, want));
-  if (slots > cap_.mqes())
-    throw std::runtime_error(fmt::format("{}: queue_size {} exceeds the controller's maximum queue entries (CAP.MQES+1 = {})",
-                                         label_, slots, cap_.mqes()));
-  io_ = open_queue(cfg_.io_qid, slots);
-  const uint64_t limit = id_ctrl_.incapsule_data_limit();
-  io_->set_incapsule_limit(static_cast<uint32_t>(std::min<uint64_t>(limit, 1u << 20)));
-  fabric_connect(*io_, cfg_.io_qid, static_cast<uint16_t>(slots - 1), cfg_.disable_sqflow ? nvme::kConnectDisableSqFlow : 0, 0);
-}
+  const uint32_t want = std::max<uint32_t>(cfg_.queues_wanted, 1) - 1; // 0's based
+  const Completion q = admin(nvme::make_set_features(NVME_FEAT_FID_NUM_QUEUES, want | want << 16));
+  if (q.status)
+    throw std::runtime_error(fmt::format("{}: Set Features Number of Queues: {}", label_, nvme::status_string(q.status)));
+  granted_ = static_cast<uint16_t>(std::min(q.dw0 & 0xffff, q.dw0 >> 16) + 1);
 
-void Controller::start_keep_alive() {
-  if (!cfg_.kato_ms || ka_thread_.joinable()) return;
-  ka_thread_ = std::thread([this] { keep_alive_loop(); });
-}
-
-void Controller::keep_alive_loop() {
-  const auto period = std::chrono::milliseconds(std::max(cfg_.kato_ms / 2, 100u));
-  std::unique_lock lk(ka_mu_);
-  while (!ka_cv_.wait_for(lk, period, [this] { return ka_stop_; })) {
-    lk.unlock();
-    try {
-      const Completion r = admin(nvme::make_cmd(nvme::kAdminKeepAlive, 0));
-      if (r.status) throw std::runtime_error(nvme::status_string(r.status));
-    } catch (const std::exception &e) {
-      log().error("{}: keep alive failed: {}", label_, e.what());
-      ka_failed_ = true;
-      return;
-    }
-    lk.lock();
+  // ANA change notices, when the controller can send them (as the kernel's
+  // nvme_enable_aen); a refusal only costs the notices.
+  if (id.oaes & NVME_FEATURE_AENCFG_NOTICE_ANA_CHANGE) {
+    const Completion a = admin(nvme::make_set_features(NVME_FEAT_FID_ASYNC_EVENT, NVME_FEATURE_AENCFG_NOTICE_ANA_CHANGE));
+    if (a.status) log().warn("{}: Set Features Asynchronous Event Configuration: {}", label_, nvme::status_string(a.status));
   }
-}
-
-void Controller::shutdown() {
   {
-    std::lock_guard lk(ka_mu_);
-    ka_stop_ = true;
+    std::lock_guard lk(mu_);
+    id_ = id;
   }
-  ka_cv_.notify_all();
-  if (ka_thread_.joinable()) ka_thread_.join();
-  if (io_ && !io_->failed()) {
-    // Best effort: Linux nvmet answers Disconnect with Invalid Opcode on older
-    // kernels; the socket close that follows ends the queue either way.
-    Command c;
-    c.sqe = nvme::make_disconnect();
-    c.log_failure = false;
-    io_->expect_close();
-    const Completion r = io_->execute(c, std::chrono::milliseconds(2000));
-    log().debug("{} qid {}: Disconnect: {}", label_, cfg_.io_qid, r.error ? io_->failure() : nvme::status_string(r.status));
-  }
-  io_.reset();
-  if (admin_ && enabled_ && !admin_->failed() && !ka_failed_) {
-    try {
-      const auto cc = static_cast<uint32_t>(property_get(nvme::kRegCc, false));
-      property_set(nvme::kRegCc, (cc & ~nvme::kCcShnMask) | nvme::kCcShnNormal);
-      wait_csts(nvme::kCstsShstMask, nvme::kCstsShstComplete, "shutdown complete (CSTS.SHST)");
-    } catch (const std::exception &e) {
-      log().warn("{}: orderly shutdown: {}", label_, e.what());
+  ana_enabled_ = id.ana_reporting();
+  if (ana_enabled_) {
+    const size_t bytes = (id.ana_log_bytes() + 3) / 4 * 4;
+    if (id.max_transfer_bytes() && bytes > id.max_transfer_bytes()) {
+      log().warn("{}: ANA log page ({} bytes) larger than MDTS ({} bytes): ANA states not used", label_, bytes,
+                 id.max_transfer_bytes());
+      ana_enabled_ = false;
+    } else {
+      ana_buf_.assign(bytes, 0);
+      read_ana_log_now();
     }
+  }
+  log().info("{}: controller {} ({} {}), cntlid {}, {} I/O queue(s){}", label_, id.subnqn, id.model, id.firmware, cntlid_,
+             granted_, ana_enabled_ ? ", ANA reporting" : "");
+}
+
+void Controller::read_ana_log_now() {
+  const auto len = static_cast<uint32_t>(ana_buf_.size());
+  const Completion r = admin(nvme::make_get_log_page(NVME_LOG_LID_ANA, len), ana_buf_.data(), len, DataDir::FromController);
+  if (r.status) throw std::runtime_error(fmt::format("{}: Get Log Page (ANA): {}", label_, nvme::status_string(r.status)));
+  std::string why;
+  auto log_page = parse_ana_log(ana_buf_.data(), ana_buf_.size(), why);
+  if (!log_page) throw std::runtime_error(fmt::format("{}: ANA log page: {}", label_, why));
+  apply_ana(*log_page);
+}
+
+NamespaceInfo Controller::identify_ns_now(uint32_t nsid) {
+  if (state() != CtrlState::Live && !enabled_) throw std::runtime_error(fmt::format("{}: not connected: {}", label_, reason()));
+  std::vector<uint8_t> buf(nvme::kIdentifyLen);
+  Completion r = admin(nvme::make_identify(NVME_IDENTIFY_CNS_NS, nsid), buf.data(), nvme::kIdentifyLen, DataDir::FromController);
+  if (r.status)
+    throw std::runtime_error(fmt::format("{}: Identify Namespace nsid={}: {}", label_, nsid, nvme::status_string(r.status)));
+  NamespaceInfo info{id(), parse_id_namespace(buf.data()), cap_.mqes()};
+  if (info.ns.nsze == 0)
+    throw std::runtime_error(fmt::format("{}: nsid={} is not an active namespace of {} (the controller has {} namespace ids)",
+                                         label_, nsid, cfg_.subnqn, info.ctrl.nn));
+  if (info.ns.lba_bytes == 0) throw std::runtime_error(fmt::format("{}: nsid={} reports an invalid LBA format", label_, nsid));
+  if (info.ns.metadata_bytes)
+    throw std::runtime_error(fmt::format("{}: nsid={} uses metadata, which is not supported", label_, nsid));
+  // The descriptor list (NVMe 1.3) names the namespace across controllers;
+  // a controller without it leaves the Identify Namespace identifiers.
+  std::fill(buf.begin(), buf.end(), 0);
+  r = admin(nvme::make_identify(NVME_IDENTIFY_CNS_NS_DESC_LIST, nsid), buf.data(), nvme::kIdentifyLen, DataDir::FromController);
+  if (r.status == 0) {
+    std::string why;
+    if (!parse_ns_descriptors(buf.data(), buf.size(), info.ns.ids, why))
+      throw std::runtime_error(fmt::format("{}: nsid={} identification descriptors: {}", label_, nsid, why));
+  } else {
+    log().debug("{}: nsid={} has no identification descriptor list: {}", label_, nsid, nvme::status_string(r.status));
+  }
+  return info;
+}
+
+uint16_t Controller::pick_qid(uint16_t preferred) const {
+  auto taken = [this](uint16_t q) {
+    return std::any_of(attachments_.begin(), attachments_.end(), [q](const auto &a) { return a->qid == q; });
+  };
+  const uint16_t limit = granted_ ? granted_ : cfg_.queues_wanted;
+  if (preferred >= 1 && preferred <= limit && !taken(preferred)) return preferred;
+  for (uint16_t q = 1; q <= limit; q++)
+    if (!taken(q)) return q;
+  throw std::runtime_error(
+      fmt::format("{}: the controller grants {} I/O queue(s) and all are taken by jobs of this process", label_, limit));
+}
+
+void Controller::connect_io(IoAttachment &a) {
+  const uint32_t mqes = cap_.mqes();
+  if (a.slots > mqes)
+    throw std::runtime_error(
+        fmt::format("{}: queue_size {} exceeds the controller's maximum queue entries (CAP.MQES+1 = {})", label_, a.slots, mqes));
+  if (a.qid > granted_)
+    throw std::runtime_error(
+        fmt::format("{}: controller grants {} I/O queue(s), the job needs queue id {}", label_, granted_, a.qid));
+  auto ch = open_channel(a.qid, a.slots);
+  ch->queue().set_incapsule_limit(static_cast<uint32_t>(std::min<uint64_t>(id_.incapsule_data_limit(), 1u << 20)));
+  fabric_connect(*ch, a.qid, static_cast<uint16_t>(a.slots - 1), cfg_.disable_sqflow ? nvme::kConnectDisableSqFlow : 0, 0);
+  if (cfg_.fabrics_disconnect) ch->queue().expect_close();
+  a.hand_over(std::move(ch), generation());
+}
+
+std::shared_ptr<IoAttachment> Controller::attach(uint16_t preferred, uint16_t slots, uint32_t nsid, const NsIds &expected,
+                                                 int wake_fd) {
+  std::shared_ptr<IoAttachment> a;
+  call([&] {
+    {
+      std::lock_guard lk(mu_);
+      a = std::make_shared<IoAttachment>(pick_qid(preferred), slots, nsid, expected, wake_fd);
+      attachments_.push_back(a);
+    }
+    if (state() != CtrlState::Live) return; // the next reconnect connects it
+    try {
+      prepare_io(*a);
+    } catch (...) {
+      std::lock_guard lk(mu_);
+      std::erase(attachments_, a);
+      throw;
+    }
+  });
+  return a;
+}
+
+// Identify the attachment's namespace on this association (it must still be
+// the job's namespace), read its ANA state, and connect its I/O queue.
+// Throws std::runtime_error; a changed namespace also leaves the refusal on
+// the attachment, so the job can say why the path stays unused.
+void Controller::prepare_io(IoAttachment &a) {
+  const NamespaceInfo info = identify_ns_now(a.nsid);
+  if (a.expected.any() && !(info.ns.ids == a.expected)) {
+    const std::string why = fmt::format("{}: nsid {} is now {} (the job's namespace is {}): path not used", label_, a.nsid,
+                                        info.ns.ids.describe(), a.expected.describe());
+    a.set_refusal(why);
+    throw std::runtime_error(why);
+  }
+  a.set_refusal("");
+  a.anagrpid.store(info.ns.anagrpid);
+  if (ana_enabled_) read_ana_log_now();
+  connect_io(a);
+}
+
+void Controller::detach(const std::shared_ptr<IoAttachment> &a) {
+  std::lock_guard lk(mu_);
+  std::erase(attachments_, a);
+}
+
+NamespaceInfo Controller::identify_namespace(uint32_t nsid) {
+  NamespaceInfo info;
+  call([&] { info = identify_ns_now(nsid); });
+  return info;
+}
+
+void Controller::apply_ana(const AnaLog &log_page) {
+  std::lock_guard lk(mu_);
+  for (auto &a : attachments_) {
+    // The group comes from Identify Namespace; a controller without ANA
+    // groups for it leaves the path optimized.
+    const auto st = log_page.state_of(a->nsid, a->anagrpid.load());
+    const AnaState now = st.value_or(AnaState::Optimized);
+    const AnaState before = a->ana.exchange(now);
+    a->ana_pending.store(false);
+    if (before != now) {
+      log().info("{}: nsid {} ANA state {} -> {}", label_, a->nsid, ana_state_name(before), ana_state_name(now));
+      a->wake();
+    }
+  }
+}
+
+// CC.SHN and close, as the Linux host ends an association.
+void Controller::shutdown() {
+  if (admin_ && enabled_ && !admin_->queue().failed()) {
+    const auto cc = static_cast<uint32_t>(property_get(nvme::kRegCc, false));
+    property_set(nvme::kRegCc, (cc & ~nvme::kCcShnMask) | nvme::kCcShnNormal);
+    wait_csts(nvme::kCstsShstMask, nvme::kCstsShstComplete, "shutdown complete (CSTS.SHST)");
   }
   enabled_ = false;
   admin_.reset();
-}
-
-MptcpState Controller::mptcp_state() const {
-  return io_ ? query_mptcp(io_->fd()) : admin_ ? query_mptcp(admin_->fd()) : MptcpState{};
 }
 
 } // namespace mpnvme::host

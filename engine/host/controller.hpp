@@ -1,21 +1,52 @@
-// One NVMe-oF controller association over one path: the admin queue (ICReq,
-// Connect, enable, Identify, Set Features, Keep Alive every KATO/2 from its
-// own thread so that an idle fio job stays connected) and its I/O queue.
+// One NVMe-oF controller association over one path, shared by the jobs of a
+// fio process that name the same subsystem and path (as the kernel host
+// and SPDK's plugin share one controller): one admin queue, one keep-alive.
+//
+// After the first connection an admin thread owns the admin queue: Keep
+// Alive every KATO/2, an Asynchronous Event Request always outstanding, the
+// ANA log read again on an ANA change notice, and error recovery with the
+// kernel's controller states: a failure (keep-alive, admin queue, or one
+// reported by a job: I/O timeout, transport error) moves LIVE -> RESETTING
+// -> CONNECTING; a reconnect is tried every reconnect_delay until
+// ctrl_loss_tmo, then the controller is DELETED. Reconnecting rebuilds the
+// admin queue and every job's I/O queue and hands those over.
+//
+// Jobs see the controller through lock-free reads (state, generation, ANA
+// state of their namespace) and an eventfd that wakes them on any change.
 #pragma once
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "../../lib/host_identity.hpp"
 #include "../../lib/nvme.hpp"
+#include "../../lib/paths.hpp"
 #include "../../lib/priority_pairs.hpp"
-#include "queue.hpp"
+#include "../../lib/sock.hpp"
+#include "channel.hpp"
+#include "identify.hpp"
 
 namespace mpnvme::host {
+
+using Clock = std::chrono::steady_clock;
+
+enum class CtrlState : uint8_t { Connecting, Live, Resetting, Deleted };
+const char *ctrl_state_name(CtrlState s);
+
+// Recovery options, with nvme-cli's names and the kernel's defaults.
+struct RecoveryOptions {
+  std::chrono::milliseconds reconnect_delay{10000};
+  std::optional<std::chrono::milliseconds> ctrl_loss_tmo{std::chrono::seconds(600)}; // nullopt: forever
+  std::optional<std::chrono::milliseconds> fast_io_fail_tmo;                         // nullopt: off
+  std::chrono::milliseconds io_timeout{30000};
+};
 
 struct ControllerConfig {
   PathAddr path;
@@ -23,66 +54,172 @@ struct ControllerConfig {
   PriorityPairs sk_priority, tos;
   std::string subnqn;
   HostIdentity host;
-  uint32_t nsid = 1;
   uint32_t kato_ms = 5000; // 0 disables keep-alive
   pdu::Digests digests;
-  uint16_t io_qid = 1;
-  uint16_t io_queue_size = 0; // command slots; 0 = as the caller asks in connect_io
   bool disable_sqflow = true;
+  bool fabrics_disconnect = false; // send Fabrics Disconnect on I/O queues at the end
   std::chrono::milliseconds admin_timeout{10000};
+  RecoveryOptions recovery;
+  uint16_t queues_wanted = 64; // I/O queues asked for with Set Features Number of Queues
+  // Jobs whose configurations have the same key share one controller.
+  std::string key() const;
+};
+
+// One job's I/O queue on a controller: what the job asked for, and the
+// handover point where the admin thread leaves each new connection.
+class IoAttachment {
+public:
+  IoAttachment(uint16_t qid, uint16_t slots, uint32_t nsid, NsIds expected, int wake_fd)
+      : qid(qid), slots(slots), nsid(nsid), expected(std::move(expected)), wake_fd(wake_fd) {}
+  const uint16_t qid, slots;
+  const uint32_t nsid;
+  const NsIds expected; // the namespace the job runs against (from its first path)
+  const int wake_fd;    // the job's eventfd
+
+  // Written by the admin thread, read by the job without locks.
+  std::atomic<AnaState> ana{AnaState::Optimized};
+  std::atomic<bool> ana_pending{false}; // an ANA status was seen: unusable until the log is read again
+  std::atomic<uint32_t> anagrpid{0};    // the namespace's ANA group on this controller
+
+  // The job takes a new connection, if one was handed over since.
+  bool has_connection() const { return has_.load(std::memory_order_acquire); }
+  std::unique_ptr<Channel> take(uint32_t &generation);
+  void hand_over(std::unique_ptr<Channel> ch, uint32_t generation);
+  void wake() const;
+  // Why this path cannot serve the job's namespace (identity changed), or
+  // empty.
+  std::string refusal() const;
+  void set_refusal(std::string why);
+
+private:
+  mutable std::mutex mu_;
+  std::unique_ptr<Channel> ready_;
+  uint32_t ready_generation_ = 0;
+  std::atomic<bool> has_{false};
+  std::string refusal_;
+};
+
+struct NamespaceInfo {
+  IdController ctrl;
+  IdNamespace ns;
+  uint32_t mqes = 0; // CAP.MQES + 1: entries an I/O queue may have
 };
 
 class Controller {
 public:
   explicit Controller(ControllerConfig cfg);
-  ~Controller();
+  ~Controller(); // stops the admin thread, then CC.SHN and close
   Controller(const Controller &) = delete;
   Controller &operator=(const Controller &) = delete;
 
-  // Admin queue: connect, enable, Identify Controller and Namespace.
-  // Throws std::runtime_error with the path and the failing step.
-  void connect_admin();
-  // I/O queue `io_qid` with `slots` command slots (bounded by CAP.MQES).
-  void connect_io(uint16_t slots);
-  void start_keep_alive();
-  // Orderly: stop keep-alive, Disconnect the I/O queue, CC.SHN, close.
+  // The first connection, in the caller's thread. False, with the reason in
+  // reason(), when it failed: the controller is then CONNECTING and the
+  // admin thread keeps trying.
+  bool connect_first();
+  // Start the admin thread (not for fio's size probe).
+  void start();
+
+  // Identify Namespace and its identifiers (runs on the admin thread).
+  // Throws std::runtime_error naming the path and the step.
+  NamespaceInfo identify_namespace(uint32_t nsid);
+  // Register a job's I/O queue (qid `preferred` when free) and connect it
+  // now if the controller is live; later reconnects hand over new ones.
+  std::shared_ptr<IoAttachment> attach(uint16_t preferred, uint16_t slots, uint32_t nsid, const NsIds &expected, int wake_fd);
+  void detach(const std::shared_ptr<IoAttachment> &a);
+
+  CtrlState state() const { return state_.load(std::memory_order_acquire); }
+  // Bumped at every reset: a connection of an older generation is gone.
+  uint32_t generation() const { return generation_.load(std::memory_order_acquire); }
+  // Since when the controller is not live, and why.
+  Clock::time_point down_since() const;
+  std::string reason() const;
+  // fast_io_fail_tmo passed since the controller went down: queued I/O
+  // that has no other path fails instead of waiting.
+  bool failfast_expired(Clock::time_point now) const;
+  // A job saw this path fail (I/O timeout, transport error on its queue).
+  void report_failure(uint32_t generation, const std::string &why);
+  // A job saw an ANA status: read the ANA log again.
+  void request_ana_read();
+  // Commands in flight on all I/O queues (maintained by the jobs for the
+  // queue-depth policy, as the kernel's nr_active).
+  std::atomic<unsigned> nr_active{0};
+
+  const ControllerConfig &config() const { return cfg_; }
+  const std::string &label() const { return label_; }
+  IdController id() const;
+
+  // fio's size probe: identify, then shut down (no admin thread).
   void shutdown();
 
-  Queue &io() { return *io_; }
-  const nvme::IdController &id() const { return id_ctrl_; }
-  const nvme::IdNamespace &ns() const { return id_ns_; }
-  const nvme::Cap &cap() const { return cap_; }
-  uint16_t cntlid() const { return cntlid_; }
-  const std::string &label() const { return label_; }
-  const ControllerConfig &config() const { return cfg_; }
-  MptcpState mptcp_state() const;
-  // True once a keep-alive failed (the association is gone).
-  bool keep_alive_failed() const { return ka_failed_; }
-
 private:
-  std::unique_ptr<Queue> open_queue(uint16_t qid, uint16_t slots);
-  void fabric_connect(Queue &q, uint16_t qid, uint16_t sqsize, uint8_t cattr, uint32_t kato);
+  struct Task {
+    std::function<void()> fn;
+    std::exception_ptr error;
+    bool done = false;
+  };
+
+  // association set-up (controller.cpp)
+  std::unique_ptr<Channel> open_channel(uint16_t qid, uint16_t slots);
+  void fabric_connect(Channel &ch, uint16_t qid, uint16_t sqsize, uint8_t cattr, uint32_t kato);
   Completion admin(const nvme::Sqe &sqe, uint8_t *data = nullptr, uint32_t len = 0, DataDir dir = DataDir::None);
   uint64_t property_get(uint32_t off, bool eight);
   void property_set(uint32_t off, uint64_t v);
   void wait_csts(uint32_t mask, uint32_t want, const char *what);
-  void keep_alive_loop();
+  void connect_association();
+  NamespaceInfo identify_ns_now(uint32_t nsid);
+  void connect_io(IoAttachment &a);
+  void prepare_io(IoAttachment &a);
+  void read_ana_log_now();
+  void apply_ana(const AnaLog &log);
+  uint16_t pick_qid(uint16_t preferred) const;
 
-  ControllerConfig cfg_;
-  std::string label_;
-  std::unique_ptr<Queue> admin_, io_;
+  // admin thread (controller_thread.cpp)
+  void run();
+  void live_step();
+  void reconnect_step();
+  void wait_for_work(int timeout_ms);
+  void run_tasks();
+  void call(const std::function<void()> &fn);
+  void submit_async(const nvme::Sqe &sqe, void *cookie, uint8_t *data = nullptr, uint32_t len = 0);
+  void on_admin_completion(const Completion &c);
+  void on_async_event(uint32_t dw0);
+  void go_down(const std::string &why);
+  void wake_jobs() const;
+  void wake_self() const;
+
+  const ControllerConfig cfg_;
+  const std::string label_;
+
+  std::atomic<CtrlState> state_{CtrlState::Connecting};
+  std::atomic<uint32_t> generation_{1};
+  mutable std::mutex mu_; // what other threads read: reason, down_since, id, attachments, tasks
+  std::string reason_ = "not connected yet";
+  Clock::time_point down_since_ = Clock::now();
+  std::vector<std::shared_ptr<IoAttachment>> attachments_;
+  std::vector<Task *> tasks_;
+  std::condition_variable task_done_;
+
+  // Owned by the admin thread once it runs.
+  std::unique_ptr<Channel> admin_;
   nvme::Cap cap_{0};
-  nvme::IdController id_ctrl_;
-  nvme::IdNamespace id_ns_;
+  IdController id_;
   uint16_t cntlid_ = 0;
+  uint16_t granted_ = 0;
   bool enabled_ = false;
-
-  std::mutex admin_mu_;
-  std::thread ka_thread_;
-  std::mutex ka_mu_;
-  std::condition_variable ka_cv_;
-  bool ka_stop_ = false;
-  std::atomic<bool> ka_failed_{false};
+  bool ana_enabled_ = false;
+  std::vector<uint8_t> ana_buf_;
+  bool aer_outstanding_ = false, ka_outstanding_ = false, ana_outstanding_ = false;
+  Clock::time_point ka_sent_{}, next_ka_{}, next_attempt_{};
+  unsigned attempts_ = 0;
+  std::atomic<bool> ana_wanted_{false};
+  std::atomic<uint32_t> failed_generation_{0}; // a job reported this generation failed
+  std::string job_failure_;                    // under mu_
+  int wake_fd_ = -1;
+  std::thread thread_;
+  std::thread::id thread_id_;
+  std::atomic<bool> stop_{false};
+  // cookies for the admin commands the thread keeps going
+  char ka_cookie_ = 0, aer_cookie_ = 0, ana_cookie_ = 0;
 };
 
 } // namespace mpnvme::host

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <initializer_list>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -15,8 +16,10 @@ namespace {
 template <typename E> using Choices = std::initializer_list<std::pair<const char *, E>>;
 
 constexpr Choices<Transport> kTransports = {{"mptcp", Transport::Mptcp}, {"tcp", Transport::Tcp}};
-constexpr Choices<IoPolicy> kIoPolicies = {
-    {"numa", IoPolicy::Numa}, {"round-robin", IoPolicy::RoundRobin}, {"queue-depth", IoPolicy::QueueDepth}};
+constexpr Choices<IoPolicy> kIoPolicies = {{"numa", IoPolicy::Numa},
+                                           {"round-robin", IoPolicy::RoundRobin},
+                                           {"queue-depth", IoPolicy::QueueDepth},
+                                           {"service-time", IoPolicy::ServiceTime}};
 constexpr Choices<TrimMode> kTrimModes = {{"dsm", TrimMode::Dsm}, {"write_zeroes", TrimMode::WriteZeroes}};
 
 std::string str(const char *s) { return s ? s : ""; }
@@ -35,6 +38,39 @@ template <typename E> E choose(const char *option, const std::string &value, Cho
     accepted += accepted.empty() ? name : std::string(", ") + name;
   }
   throw bad(option, value, accepted);
+}
+
+// A list aligned with the paths: empty, one entry for all, or one per path.
+std::vector<std::string> per_path(const char *option, const std::string &value, size_t paths) {
+  std::vector<std::string> v;
+  if (value.empty()) return std::vector<std::string>(paths);
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = value.find(',', start);
+    v.push_back(value.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (v.size() == 1) return std::vector<std::string>(paths, v[0]);
+  if (v.size() != paths)
+    throw std::invalid_argument(fmt::format("{}={}: {} entries for {} traddr paths (give one for all paths, or one per path)",
+                                            option, value, v.size(), paths));
+  return v;
+}
+
+// Seconds with an optional fraction ("0.5", "10"); `allow_off` also takes
+// -1 and "off" (nullopt: forever / disabled).
+std::optional<std::chrono::milliseconds> seconds(const char *option, const std::string &value, bool allow_off,
+                                                 const char *accepted) {
+  if (allow_off && (value == "-1" || value == "off")) return std::nullopt;
+  size_t used = 0;
+  double v = -1;
+  try {
+    v = std::stod(value, &used);
+  } catch (...) {
+  }
+  if (used != value.size() || !(v >= 0) || v > 86400 * 365) throw bad(option, value, accepted);
+  return std::chrono::milliseconds(static_cast<long>(v * 1000 + 0.5));
 }
 
 } // namespace
@@ -63,8 +99,8 @@ EngineOptions parse_engine_options(const mpnvme_opts &o) {
 
   if (o.nsid == 0 || o.nsid == 0xffffffffu) throw bad("nsid", std::to_string(o.nsid), "a namespace id 1..4294967294");
   e.nsid = o.nsid;
-  e.host_traddr = str(o.host_traddr);
-  e.host_iface = str(o.host_iface);
+  e.host_traddr = per_path("host_traddr", str(o.host_traddr), e.paths.size());
+  e.host_iface = per_path("host_iface", str(o.host_iface), e.paths.size());
 
   if (o.queue_size == 1 || o.queue_size > kMaxQueueSize)
     throw bad("queue_size", std::to_string(o.queue_size), fmt::format("0 (from iodepth) or 2..{}", kMaxQueueSize));
@@ -82,6 +118,23 @@ EngineOptions parse_engine_options(const mpnvme_opts &o) {
   if (o.connect_timeout == 0 || o.connect_timeout > 600)
     throw bad("connect_timeout", std::to_string(o.connect_timeout), "seconds 1..600");
   e.connect_timeout = std::chrono::seconds(o.connect_timeout);
+
+  if (o.io_timeout < 100 || o.io_timeout > 3600000)
+    throw bad("io_timeout", std::to_string(o.io_timeout), "milliseconds 100..3600000");
+  e.recovery.io_timeout = std::chrono::milliseconds(o.io_timeout);
+  const std::string delay = str(o.reconnect_delay);
+  e.recovery.reconnect_delay = delay.empty() ? std::chrono::seconds(10)
+                                             : *seconds("reconnect_delay", delay, false, "seconds, fractions allowed (e.g. 0.5)");
+  if (e.recovery.reconnect_delay < std::chrono::milliseconds(100))
+    throw bad("reconnect_delay", delay, "seconds, at least 0.1 (fractions allowed)");
+  const std::string loss = str(o.ctrl_loss_tmo);
+  if (!loss.empty()) e.recovery.ctrl_loss_tmo = seconds("ctrl_loss_tmo", loss, true, "seconds, or -1 to reconnect forever");
+  const std::string fast = str(o.fast_io_fail_tmo);
+  if (!fast.empty()) e.recovery.fast_io_fail_tmo = seconds("fast_io_fail_tmo", fast, true, "seconds, or off (-1)");
+  if (o.max_retries > 100) throw bad("max_retries", std::to_string(o.max_retries), "0..100");
+  e.max_retries = o.max_retries;
+  e.path_stats = str(o.path_stats);
+  e.fabrics_disconnect = o.fabrics_disconnect != 0;
   return e;
 }
 

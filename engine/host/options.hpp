@@ -11,10 +11,11 @@
 #include "../../lib/priority_pairs.hpp"
 #include "../../lib/sock.hpp"
 #include "../mpnvme_engine.h"
+#include "controller.hpp"
+#include "path_policy.hpp"
 
 namespace mpnvme::host {
 
-enum class IoPolicy { Numa, RoundRobin, QueueDepth };
 const char *iopolicy_name(IoPolicy p);
 enum class TrimMode { Dsm, WriteZeroes };
 
@@ -24,7 +25,8 @@ struct EngineOptions {
   std::string subnqn;
   HostIdentity host;
   uint32_t nsid = 1;
-  std::string host_traddr, host_iface;
+  // One entry per path (aligned with `paths`; "" = not bound).
+  std::vector<std::string> host_traddr, host_iface;
   unsigned queue_size = 0; // 0: derived from iodepth
   unsigned kato_ms = 5000;
   pdu::Digests digests;
@@ -32,10 +34,13 @@ struct EngineOptions {
   IoPolicy iopolicy = IoPolicy::Numa;
   TrimMode trim_mode = TrimMode::Dsm;
   bool disable_sqflow = true;
+  bool fabrics_disconnect = false;
   std::chrono::milliseconds connect_timeout{10000};
+  RecoveryOptions recovery;
+  unsigned max_retries = 5; // nvme_core.max_retries
+  std::string path_stats;   // JSON lines file, "" = none
 };
 
-constexpr unsigned kDefaultKatoSeconds = 5;
 constexpr unsigned kMaxQueueSize = 1024;
 
 // Throws std::invalid_argument with a message that names the option.

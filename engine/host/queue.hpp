@@ -1,12 +1,17 @@
-// One NVMe/TCP queue as the host sees it: a connected socket, a fixed set
-// of command slots, a batch of PDUs waiting to be sent, and the receive
-// state machine that places C2HData straight into the caller's buffers and
-// answers R2Ts with H2CData taken straight from them.
+// One NVMe/TCP queue as the host sees it: a fixed set of command slots, the
+// PDUs waiting to be sent, and the receive state machine that places
+// C2HData straight into the caller's buffers and answers R2Ts with H2CData
+// taken straight from them.
 //
-// Not thread-safe: one thread drives a queue (the fio job for I/O queues,
-// the keep-alive thread for the admin queue after setup).
+// The queue never touches a socket (like the target's Connection): its
+// driver asks where received bytes should go (rx_iov), reports how many came
+// (on_received), and takes the outgoing batch as iovecs (tx_iov / on_sent).
+// That is what lets one thread wait on the sockets of every path of a job,
+// and what lets the fuzzer drive the real receive path.
+//
+// Not thread-safe: one thread drives a queue.
 #pragma once
-#include <chrono>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <sys/uio.h>
@@ -16,7 +21,6 @@
 #include "../../lib/pdu.hpp"
 #include "../../lib/rx_cursor.hpp"
 #include "../../lib/send_ring.hpp"
-#include "../../lib/sock.hpp"
 
 namespace mpnvme::host {
 
@@ -28,14 +32,19 @@ struct Command {
   uint32_t len = 0;
   DataDir dir = DataDir::None;
   void *cookie = nullptr;
-  bool log_failure = true; // false where a refusal is expected and handled
 };
 
+// How a command ended on this queue. The raw NVMe status travels up to the
+// multipath layer, which decides between completing, retrying and failing
+// over before anything becomes an errno.
 struct Completion {
   void *cookie = nullptr;
-  uint16_t status = 0; // NVMe status (0 = success)
-  int error = 0;       // errno for fio: 0, from the status, or a transport error
+  uint16_t status = 0;  // NVMe status without the phase bit (0 = success)
+  bool aborted = false; // the queue failed before the controller answered
+  uint16_t cid = 0;
+  uint8_t opcode = 0;
   uint32_t dw0 = 0, dw1 = 0;
+  bool ok() const { return status == 0 && !aborted; }
 };
 
 struct QueueParams {
@@ -48,73 +57,90 @@ struct QueueParams {
 
 class Queue {
 public:
-  Queue(Fd fd, QueueParams params);
+  explicit Queue(QueueParams params);
   Queue(const Queue &) = delete;
   Queue &operator=(const Queue &) = delete;
 
-  // ICReq/ICResp exchange. Throws std::runtime_error naming the problem.
-  void initialize(std::chrono::steady_clock::time_point deadline);
+  // Connection setup: queue the ICReq; the ICResp is taken by on_received.
+  void start();
+  // The ICResp arrived and was accepted: commands may be submitted.
+  bool ready() const { return ready_; }
   void set_incapsule_limit(uint32_t bytes) { p_.incapsule_limit = bytes; }
 
-  // Queue a command into the send batch. False when every slot is busy or the
-  // queue has failed (failed() tells which).
+  // Queue a command into the send batch. False when every slot is busy, the
+  // send ring is full, or the queue has failed (failed() tells which).
   bool submit(const Command &c);
-  // Hand the batch to the socket with as few sendmsg calls as it takes;
-  // stops without blocking when the socket is full.
-  void flush();
-  // Receive and process what the socket holds; waits up to `timeout_ms` for
-  // the first byte when nothing is ready. Completions accumulate internally.
-  void process(int timeout_ms);
+
+  // Send side: the unsent bytes as iovecs (at most `max`), then how many of
+  // them the socket took.
+  size_t tx_iov(iovec *iov, size_t max);
+  void on_sent(size_t n);
+  bool tx_pending() const { return !tx_.empty() || h2c_count_ > 0; }
+
+  // Receive side: where the next bytes go (one or two iovecs: the rest of a
+  // C2HData payload in the caller's buffer, then the staging buffer), then
+  // how many came; 0 means the controller closed the connection.
+  size_t rx_iov(iovec iov[2]);
+  void on_received(size_t n);
+
   // Completions gathered since the last call (the vector is reused).
   std::vector<Completion> &completions() { return done_; }
 
-  // Run one command to completion (admin/control path).
-  Completion execute(Command c, std::chrono::milliseconds timeout);
-
   bool failed() const { return failed_; }
   const std::string &failure() const { return failure_; }
+  // The H2CTermReq to send (best effort) before closing, after a protocol
+  // error of the controller; empty otherwise.
+  const std::vector<uint8_t> &termreq() const { return termreq_; }
+  // Fail every command in flight (completed as aborted) and mark the queue
+  // dead. The first reason is kept.
+  void fail(const std::string &why);
+  // The controller will close the connection: an end of stream with nothing
+  // in flight is then the expected end, not an error worth a log line.
+  void expect_close() { expect_close_ = true; }
+
   unsigned inflight() const { return inflight_; }
   unsigned capacity() const { return p_.slots; }
-  bool has_unsent() const { return !tx_.empty() || h2c_count_ > 0; }
-  int fd() const { return fd_.get(); }
   const QueueParams &params() const { return p_; }
   const pdu::IcResp &icresp() const { return icresp_; }
-  // The controller will close the connection (after Disconnect): an end of
-  // stream with nothing in flight is then the expected end, not an error.
-  void expect_close() { expect_close_ = true; }
-  // Fail every command in flight and mark the queue dead (also on shutdown).
-  void fail(const std::string &why, int err);
 
 private:
   struct Slot {
+    // Free: unused. Active: capsule queued or sent, waiting for data or the
+    // response. SendingData: answering an R2T with H2CData. Retiring:
+    // completed, but PDUs pointing at its buffer are still in the send ring.
+    enum class State : uint8_t { Free, Active, SendingData, Retiring } state = State::Free;
     Command cmd;
-    bool busy = false;
-    bool done = false;       // completed, waiting for its PDUs to leave the ring
-    uint8_t gen = 0;         // cid generation, catches stale responses
-    uint32_t rx_done = 0;    // C2HData bytes received
-    bool r2t_active = false; // an R2T is being answered
+    uint8_t gen = 0;      // cid generation, catches stale responses
+    uint32_t rx_done = 0; // C2HData bytes received
     uint16_t ttag = 0;
     uint32_t r2t_next = 0, r2t_end = 0;
     uint16_t in_ring = 0; // PDUs in the send ring that point at this slot
   };
-  enum class Rx { Header, Pad, Data, DataDigest };
+  enum class Rx : uint8_t { IcResp, Header, Pad, Data, DataDigest };
 
   uint16_t make_cid(uint16_t idx) const { return static_cast<uint16_t>((slots_[idx].gen & 0xf) << 12 | idx); }
   Slot *slot_for_cid(uint16_t cid, const char *pdu_name);
   void generate_h2c();
-  void complete(uint16_t idx, uint16_t status, int err, uint32_t dw0, uint32_t dw1);
+  void complete(uint16_t idx, uint16_t status, uint32_t dw0 = 0, uint32_t dw1 = 0);
   void release(uint16_t idx);
-  bool rx_fill(size_t want);
+  void process();
+  bool take_icresp();
+  bool take_header();
+  void take_data();
   void protocol_error(pdu::Fes fes, const char *what, const uint8_t *hdr, size_t hlen, uint32_t fei);
   void handle_header(const uint8_t *h, const pdu::Common &c);
+  void handle_r2t(const uint8_t *h, const pdu::Common &c);
+  void handle_c2h_data(const uint8_t *h, const pdu::Common &c);
   void finish_data_pdu();
+  size_t staged() const { return rx_.len - rx_.pos; }
 
-  Fd fd_;
   QueueParams p_;
   pdu::IcResp icresp_;
+  bool ready_ = false;
   bool failed_ = false;
   bool expect_close_ = false;
   std::string failure_;
+  std::vector<uint8_t> termreq_;
 
   std::vector<Slot> slots_;
   std::vector<uint16_t> free_;
@@ -124,11 +150,11 @@ private:
   SendRing tx_;
   std::vector<uint16_t> h2c_; // slots with R2T data still to generate (FIFO ring)
   size_t h2c_head_ = 0, h2c_count_ = 0;
-  std::vector<iovec> iov_;
 
   RxCursor rx_;
-  Rx rx_state_ = Rx::Header;
-  uint8_t ddgst_buf_[4];
+  Rx rx_state_ = Rx::IcResp;
+  uint32_t rx_direct_ = 0; // bytes rx_iov offered straight into the data buffer
+  std::array<uint8_t, 4> ddgst_{};
 };
 
 } // namespace mpnvme::host

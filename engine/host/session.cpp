@@ -1,61 +1,93 @@
+// Session: connecting a job's paths, checking that they reach one namespace,
+// and what the job reports about them at the end.
 #include "session.hpp"
 
 #include <atomic>
 #include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "../../lib/log.hpp"
-#include "../../lib/wire.hpp"
+#include "controller_registry.hpp"
 
 namespace mpnvme::host {
 
 Session::Session(EngineOptions opts, const mpnvme_job &job)
-    : o_(std::move(opts)), job_(job), job_name_(job.name ? job.name : "") {
+    : o_(std::move(opts)), job_(job), job_name_(job.name ? job.name : ""), selector_(o_.iopolicy) {
   job_.name = job_name_.c_str();
 }
 
 Session::~Session() {
-  // Subflows join after connect: what the connection ended up using is the
-  // number worth reporting.
-  if (opened_ && o_.transport == Transport::Mptcp) {
-    const MptcpState st = ctrl_->mptcp_state();
-    if (st.mptcp)
-      log().info("job {} {} qid {}: MPTCP used {} subflow(s)", job_.name, ctrl_->label(), ctrl_->config().io_qid,
-                 st.subflows + 1);
+  if (opened_) {
+    try {
+      report_paths();
+    } catch (const std::exception &e) {
+      log().warn("job {}: path report: {}", job_.name, e.what());
+    }
   }
+  for (Path &p : paths_) {
+    if (p.ch && o_.fabrics_disconnect && !p.ch->queue().failed()) {
+      // Opt-in: the Linux host never sends it, and the Linux target answers
+      // Invalid Opcode.
+      Command c;
+      c.sqe = nvme::make_disconnect();
+      p.ch->queue().expect_close();
+      const Completion r = p.ch->execute(c, std::chrono::milliseconds(2000));
+      log().debug("{}: Disconnect: {}", p.label, r.aborted ? p.ch->queue().failure() : nvme::status_string(r.status));
+    }
+    p.ch.reset();
+    if (p.att) p.ctrl->detach(p.att);
+  }
+  paths_.clear(); // the last job of a controller shuts it down (CC.SHN)
+  if (epfd_ >= 0) ::close(epfd_);
+  if (wake_fd_ >= 0) ::close(wake_fd_);
 }
 
-ControllerConfig Session::controller_config(uint16_t qid) const {
+ControllerConfig Session::controller_config(size_t path) const {
   ControllerConfig c;
-  c.path = o_.paths.front();
+  c.path = o_.paths[path];
   c.socket.transport = o_.transport;
-  c.socket.host_traddr = o_.host_traddr;
-  c.socket.host_iface = o_.host_iface;
+  c.socket.host_traddr = o_.host_traddr[path];
+  c.socket.host_iface = o_.host_iface[path];
   c.socket.connect_timeout = o_.connect_timeout;
   c.sk_priority = o_.sk_priority;
   c.tos = o_.tos;
   c.subnqn = o_.subnqn;
   c.host = o_.host;
-  c.nsid = o_.nsid;
   c.kato_ms = o_.kato_ms;
   c.digests = o_.digests;
-  c.io_qid = qid;
   c.disable_sqflow = o_.disable_sqflow;
+  c.fabrics_disconnect = o_.fabrics_disconnect;
   c.admin_timeout = std::max(o_.connect_timeout, std::chrono::milliseconds(2000));
+  c.recovery = o_.recovery;
+  c.queues_wanted = static_cast<uint16_t>(std::clamp(job_.job_number, 64u, 1024u));
   return c;
 }
 
 void Session::probe() {
-  ctrl_ = std::make_unique<Controller>(controller_config(1));
-  ctrl_->connect_admin();
+  std::string reasons;
+  for (size_t i = 0; i < o_.paths.size(); i++) {
+    Controller c(controller_config(i));
+    if (!c.connect_first()) {
+      reasons += fmt::format("{}{}", reasons.empty() ? "" : "; ", c.reason());
+      continue;
+    }
+    const NamespaceInfo info = c.identify_namespace(o_.nsid);
+    size_bytes_ = info.ns.nsze * info.ns.lba_bytes;
+    return;
+  }
+  throw std::runtime_error(fmt::format("no path could be connected: {}", reasons));
 }
 
-uint64_t Session::size_bytes() const { return ctrl_->ns().nsze * ctrl_->ns().lba_bytes; }
-
-void Session::check_geometry() const {
-  const uint32_t lba = ctrl_->ns().lba_bytes;
-  const uint64_t mdts = ctrl_->id().max_transfer_bytes();
+void Session::check_geometry(const NamespaceInfo &info) const {
+  const uint32_t lba = info.ns.lba_bytes;
+  const uint64_t mdts = info.ctrl.max_transfer_bytes();
   static const char *names[] = {"read", "write", "trim"};
   for (int d = 0; d < 3; d++) {
     if (d == 2 && !job_.uses_trim) continue;
@@ -73,158 +105,194 @@ void Session::check_geometry() const {
     }
   }
   if (job_.uses_trim) {
-    const uint16_t need = o_.trim_mode == TrimMode::Dsm ? nvme::kOncsDsm : nvme::kOncsWriteZeroes;
-    if (!(ctrl_->id().oncs & need))
-      throw std::invalid_argument(fmt::format(
-          "trim_mode={}: the controller does not support {} (ONCS {:#x})", o_.trim_mode == TrimMode::Dsm ? "dsm" : "write_zeroes",
-          o_.trim_mode == TrimMode::Dsm ? "Dataset Management" : "Write Zeroes", ctrl_->id().oncs));
+    const bool dsm = o_.trim_mode == TrimMode::Dsm;
+    if (dsm ? !info.ctrl.dsm() : !info.ctrl.write_zeroes())
+      throw std::invalid_argument(fmt::format("trim_mode={}: the controller does not support {} (ONCS {:#x})",
+                                              dsm ? "dsm" : "write_zeroes", dsm ? "Dataset Management" : "Write Zeroes",
+                                              info.ctrl.oncs));
   }
 }
 
-void Session::report_transport() const {
-  const MptcpState st = ctrl_->mptcp_state();
-  const uint16_t qid = ctrl_->config().io_qid;
-  if (o_.transport == Transport::Mptcp && !st.mptcp) {
-    static std::atomic<bool> once{false};
-    if (!once.exchange(true))
-      log().warn("{}: MPTCP fell back to plain TCP (the peer or a middlebox does not speak MPTCP)", ctrl_->label());
-  }
-  log().info("job {} {} qid {}: transport in effect: {}{}", job_.name, ctrl_->label(), qid, st.mptcp ? "MPTCP" : "TCP",
-             st.mptcp ? fmt::format(", {} additional subflow(s)", st.subflows) : "");
-  if (st.mptcp) {
-    // Linux MPTCP: once IP_TOS is set, subflow packets lose SO_PRIORITY.
-    for (uint16_t q : {uint16_t(0), qid}) {
-      const auto prio = o_.sk_priority.for_queue(q), tos = o_.tos.for_queue(q);
-      if (prio && *prio && tos) {
-        static std::atomic<bool> once{false};
-        if (!once.exchange(true))
-          log().warn("{} qid {}: sk_priority={} and tos={:#x} on one MPTCP socket: Linux MPTCP subflows lose SO_PRIORITY "
-                     "when IP_TOS is set, so their packets leave with priority 0 (see fio-mpnvme(7), PRIORITY PAIRS)",
-                     ctrl_->label(), q, *prio, *tos);
-      }
-    }
-  }
+// Linux joins controllers into one multipath namespace only when the
+// subsystem and every namespace identifier match; so does the engine.
+void Session::check_same_namespace(const NamespaceInfo &ref, size_t ref_path, const NamespaceInfo &other, size_t path) const {
+  const std::string a = o_.paths[ref_path].display(), b = o_.paths[path].display();
+  if (!(other.ns.ids == ref.ns.ids))
+    throw std::invalid_argument(fmt::format("traddr: paths {} and {} reach different namespaces as nsid {}: {} vs {}", a, b,
+                                            o_.nsid, ref.ns.ids.describe(), other.ns.ids.describe()));
+  if (!ref.ns.ids.any())
+    log().warn("nsid {} has no namespace identifiers (NGUID, EUI-64, UUID): paths {} and {} cannot be proven to reach the same "
+               "namespace",
+               o_.nsid, a, b);
+  if (other.ns.nsze != ref.ns.nsze || other.ns.lba_bytes != ref.ns.lba_bytes)
+    throw std::invalid_argument(fmt::format("traddr: paths {} and {} report nsid {} with different sizes ({} vs {} blocks of {} "
+                                            "vs {} bytes)",
+                                            a, b, o_.nsid, ref.ns.nsze, other.ns.nsze, ref.ns.lba_bytes, other.ns.lba_bytes));
 }
 
 void Session::open() {
-  if (o_.paths.size() > 1) {
-    static std::atomic<bool> once{false};
-    if (!once.exchange(true))
-      log().warn(
-          "traddr lists {} paths; engine-level multipath (iopolicy={}) is not implemented yet: using only the first path {}",
-          o_.paths.size(), iopolicy_name(o_.iopolicy), o_.paths.front().display());
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (wake_fd_ < 0 || epfd_ < 0) throw std::runtime_error(fmt::format("eventfd/epoll: {}", strerror(errno)));
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = UINT64_MAX; // the wake-up eventfd
+  epoll_ctl(epfd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+
+  paths_.resize(o_.paths.size());
+  for (size_t i = 0; i < paths_.size(); i++)
+    paths_[i].ctrl = acquire_controller(controller_config(i));
+
+  // The first live path defines the namespace; every other live path must
+  // reach the same one. Paths still connecting are checked when they come.
+  std::optional<NamespaceInfo> ref;
+  size_t ref_path = 0;
+  std::string down;
+  for (size_t i = 0; i < paths_.size(); i++) {
+    Controller &c = *paths_[i].ctrl;
+    if (c.state() != CtrlState::Live) {
+      down += fmt::format("{}{}: {}", down.empty() ? "" : "; ", c.label(), c.reason());
+      continue;
+    }
+    const NamespaceInfo info = c.identify_namespace(o_.nsid);
+    if (!ref) {
+      check_geometry(info);
+      ref = info;
+      ref_path = i;
+    } else {
+      check_same_namespace(*ref, ref_path, info, i);
+    }
   }
-  const auto qid = static_cast<uint16_t>(job_.job_number ? job_.job_number : 1);
-  ctrl_ = std::make_unique<Controller>(controller_config(qid));
-  ctrl_->connect_admin();
-  lba_shift_ = static_cast<uint32_t>(__builtin_ctz(ctrl_->ns().lba_bytes));
-  check_geometry();
+  if (!ref) throw std::runtime_error(fmt::format("no path could be connected: {}", down));
+  lba_bytes_ = ref->ns.lba_bytes;
+  lba_shift_ = static_cast<uint32_t>(__builtin_ctz(lba_bytes_));
+  size_bytes_ = ref->ns.nsze * lba_bytes_;
 
   unsigned slots = o_.queue_size;
-  const unsigned mqes = ctrl_->cap().mqes();
   if (!slots) {
     slots = std::max(job_.iodepth, 2u);
-    if (slots > mqes) {
-      log().warn("iodepth={} exceeds the controller's queue size (CAP.MQES+1 = {}): at most {} commands in flight", job_.iodepth,
-                 mqes, mqes);
-      slots = mqes;
+    if (slots > ref->mqes) {
+      log().warn("iodepth={} exceeds the controller's queue size (CAP.MQES+1 = {}): at most {} commands in flight per path",
+                 job_.iodepth, ref->mqes, ref->mqes);
+      slots = ref->mqes;
     }
   } else if (slots < job_.iodepth) {
-    log().warn("queue_size={} is below iodepth={}: at most {} commands in flight", slots, job_.iodepth, slots);
+    log().warn("queue_size={} is below iodepth={}: at most {} commands in flight per path", slots, job_.iodepth, slots);
   }
-  ctrl_->connect_io(static_cast<uint16_t>(std::min(slots, kMaxQueueSize)));
-  ctrl_->start_keep_alive();
-  dsm_.resize(std::max(job_.iodepth, 1u));
-  ready_.reserve(static_cast<size_t>(ctrl_->io().capacity()) * 2);
-  report_transport();
+  slots = std::min(slots, kMaxQueueSize);
+
+  // The job's I/O queue id is its fio job number where the controller has
+  // it free (see fio-mpnvme(7), QUEUE IDS).
+  const auto qid = static_cast<uint16_t>(job_.job_number ? job_.job_number : 1);
+  const int node = current_numa_node();
+  const auto now = Clock::now();
+  for (size_t i = 0; i < paths_.size(); i++) {
+    Path &p = paths_[i];
+    p.att = p.ctrl->attach(qid, static_cast<uint16_t>(slots), o_.nsid, ref->ns.ids, wake_fd_);
+    p.label = fmt::format("{} qid {}", p.ctrl->label(), p.att->qid);
+    p.stats.path = o_.paths[i].display();
+    p.down_since = now;
+    adopt(i, now);
+    if (p.ch) {
+      const std::string ifname = o_.host_iface[i].empty() ? interface_of_socket(p.ch->fd()) : o_.host_iface[i];
+      p.numa_distance = numa_distance(node, interface_numa_node(ifname));
+      report_transport(p);
+    } else {
+      log().warn("job {} {}: not connected yet ({}); it joins when it connects", job_.name, p.label, p.ctrl->reason());
+    }
+  }
+  views_.resize(paths_.size());
+  requests_.resize(std::max(job_.iodepth, 1u));
+  for (Request &r : requests_)
+    r.cmd.cookie = &r;
+  dsm_.resize(requests_.size());
+  ready_.reserve(requests_.size() * 2);
+  if (paths_.size() > 1)
+    log().info("job {}: {} paths, iopolicy {}: {}", job_.name, paths_.size(), iopolicy_name(o_.iopolicy), path_states());
   opened_ = true;
 }
 
-int Session::queue(const mpnvme_io &io, int &error) {
-  Queue &q = ctrl_->io();
-  if (q.failed()) {
-    error = ECONNRESET;
-    return MPNVME_COMPLETED;
+std::string Session::path_states() const {
+  std::string s;
+  for (const Path &p : paths_) {
+    const std::string why = p.ctrl->state() == CtrlState::Live ? "" : fmt::format(" ({})", p.ctrl->reason());
+    s += fmt::format("{}{}: {}{}", s.empty() ? "" : "; ", p.label.empty() ? p.ctrl->label() : p.label,
+                     p.ctrl->state() == CtrlState::Live && !usable(p) ? fmt::format("ANA {}", ana_state_name(p.att->ana.load()))
+                                                                      : std::string(ctrl_state_name(p.ctrl->state())),
+                     why);
   }
-  Command c;
-  c.cookie = io.cookie;
-  const uint32_t lba = ctrl_->ns().lba_bytes;
-  if (io.ddir != MPNVME_SYNC && ((io.offset | io.len) & (lba - 1))) {
-    log().error("job {}: I/O at offset {} length {} is not aligned to the LBA size {}", job_.name, io.offset, io.len, lba);
-    error = EINVAL;
-    return MPNVME_COMPLETED;
-  }
-  const uint64_t slba = io.offset >> lba_shift_;
-  const auto nlb = static_cast<uint32_t>(io.len >> lba_shift_);
-  switch (io.ddir) {
-  case MPNVME_READ:
-  case MPNVME_WRITE:
-    c.sqe = nvme::make_rw(io.ddir == MPNVME_READ ? nvme::kCmdRead : nvme::kCmdWrite, o_.nsid, slba, nlb);
-    c.data = static_cast<uint8_t *>(io.buf);
-    c.len = static_cast<uint32_t>(io.len);
-    c.dir = io.ddir == MPNVME_READ ? DataDir::FromController : DataDir::ToController;
-    break;
-  case MPNVME_SYNC: c.sqe = nvme::make_cmd(nvme::kCmdFlush, o_.nsid); break;
-  case MPNVME_TRIM:
-    if (o_.trim_mode == TrimMode::WriteZeroes) {
-      c.sqe = nvme::make_rw(nvme::kCmdWriteZeroes, o_.nsid, slba, nlb);
-      break;
-    }
-    if (io.index >= dsm_.size()) {
-      error = EINVAL;
-      return MPNVME_COMPLETED;
-    }
-    {
-      uint8_t *range = dsm_[io.index].data();
-      wire::put32(range, 0, 0);
-      wire::put32(range, 4, nlb);
-      wire::put64(range, 8, slba);
-      c.sqe = nvme::make_cmd(nvme::kCmdDsm, o_.nsid);
-      c.sqe.set_cdw(10, 0);       // one range (0's based)
-      c.sqe.set_cdw(11, 1u << 2); // AD: deallocate
-      c.data = range;
-      c.len = nvme::kDsmRangeLen;
-      c.dir = DataDir::ToController;
-    }
-    break;
-  }
-  if (q.submit(c)) return MPNVME_QUEUED;
-  if (q.failed()) {
-    error = ECONNRESET;
-    return MPNVME_COMPLETED;
-  }
-  return MPNVME_BUSY;
+  return s;
 }
 
-void Session::commit() { ctrl_->io().flush(); }
-
-int Session::getevents(unsigned min, unsigned max, long long timeout_ns) {
-  ready_.erase(ready_.begin(), ready_.begin() + static_cast<long>(handed_));
-  handed_ = 0;
-  Queue &q = ctrl_->io();
-  const auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    if (ctrl_->keep_alive_failed() && !q.failed()) q.fail("keep alive failed; the controller association is gone", ECONNRESET);
-    auto &c = q.completions();
-    ready_.insert(ready_.end(), c.begin(), c.end());
-    c.clear();
-    if (ready_.size() >= min || (q.failed() && q.inflight() == 0)) break;
-    int wait_ms = 1000; // wake up regularly to notice keep-alive failures
-    if (timeout_ns >= 0) {
-      const auto left = std::chrono::nanoseconds(timeout_ns) - (std::chrono::steady_clock::now() - start);
-      if (left <= std::chrono::nanoseconds(0)) break;
-      wait_ms = static_cast<int>(std::min<long long>(wait_ms, std::chrono::ceil<std::chrono::milliseconds>(left).count()));
-    }
-    q.process(wait_ms);
+void Session::report_transport(const Path &p) const {
+  const MptcpState st = query_mptcp(p.ch->fd());
+  if (o_.transport == Transport::Mptcp && !st.mptcp) {
+    static std::atomic<bool> once{false};
+    if (!once.exchange(true))
+      log().warn("{}: MPTCP fell back to plain TCP (the peer or a middlebox does not speak MPTCP)", p.label);
   }
-  handed_ = std::min<size_t>(ready_.size(), max);
-  return static_cast<int>(handed_);
+  log().info("job {} {}: transport in effect: {}{}", job_.name, p.label, st.mptcp ? "MPTCP" : "TCP",
+             st.mptcp ? fmt::format(", {} additional subflow(s)", st.subflows) : "");
+  if (!st.mptcp) return;
+  // Linux MPTCP: once IP_TOS is set, subflow packets lose SO_PRIORITY.
+  for (uint16_t q : {uint16_t(0), p.att->qid}) {
+    const auto prio = o_.sk_priority.for_queue(q), tos = o_.tos.for_queue(q);
+    if (prio && *prio && tos) {
+      static std::atomic<bool> once{false};
+      if (!once.exchange(true))
+        log().warn("{}: sk_priority={} and tos={:#x} on one MPTCP socket (qid {}): Linux MPTCP subflows lose SO_PRIORITY "
+                   "when IP_TOS is set, so their packets leave with priority 0 (see fio-mpnvme(7), PRIORITY PAIRS)",
+                   p.ctrl->label(), *prio, *tos, q);
+    }
+  }
 }
 
-void *Session::event(unsigned i, int &error) const {
-  const Completion &c = ready_[i];
-  error = c.error;
-  return c.cookie;
+// At job end: per path, what it carried and how it fared, as a log line
+// each (always shown) and, with path_stats=FILE, as one JSON line.
+void Session::report_paths() {
+  const auto now = Clock::now();
+  nlohmann::json paths = nlohmann::json::array();
+  for (Path &p : paths_) {
+    PathStats &s = p.stats;
+    if (!p.up) s.down_ns += static_cast<uint64_t>(std::chrono::nanoseconds(now - p.down_since).count());
+    if (p.ch) {
+      const MptcpState st = query_mptcp(p.ch->fd());
+      s.subflows = st.mptcp ? st.subflows + 1 : 0;
+      s.transport = st.mptcp ? "mptcp" : o_.transport == Transport::Mptcp ? "mptcp (fell back to tcp)" : "tcp";
+      if (st.mptcp) log().info("job {} {}: MPTCP used {} subflow(s)", job_.name, p.label, st.subflows + 1);
+    } else if (s.transport.empty()) {
+      s.transport = transport_name(o_.transport);
+    }
+    const double p50 = static_cast<double>(s.latency.quantile(0.5)) / 1000,
+                 p99 = static_cast<double>(s.latency.quantile(0.99)) / 1000;
+    print_report(fmt::format("job {} {}: {} commands, {:.1f} MiB read, {:.1f} MiB written, in flight max {}, failovers {}, "
+                             "reconnects {}, down {:.1f} s, latency p50 {:.0f} us p99 {:.0f} us{}",
+                             job_.name, p.label.empty() ? p.ctrl->label() : p.label, s.commands, s.bytes_read / 1048576.0,
+                             s.bytes_written / 1048576.0, s.inflight_max, s.failovers, s.reconnects, s.down_ns / 1e9, p50, p99,
+                             s.subflows ? fmt::format(", {} MPTCP subflows", s.subflows) : ""));
+    paths.push_back({{"path", s.path},
+                     {"qid", p.att ? p.att->qid : 0},
+                     {"transport", s.transport},
+                     {"subflows", s.subflows},
+                     {"commands", s.commands},
+                     {"bytes_read", s.bytes_read},
+                     {"bytes_written", s.bytes_written},
+                     {"inflight_max", s.inflight_max},
+                     {"failovers", s.failovers},
+                     {"reconnects", s.reconnects},
+                     {"down_s", s.down_ns / 1e9},
+                     {"latency_us", {{"p50", p50}, {"p99", p99}, {"p999", s.latency.quantile(0.999) / 1000.0}}},
+                     {"state", ctrl_state_name(p.ctrl->state())}});
+  }
+  if (o_.path_stats.empty()) return;
+  const nlohmann::json line = {
+      {"job", job_name_}, {"job_number", job_.job_number}, {"iopolicy", iopolicy_name(o_.iopolicy)}, {"paths", paths}};
+  const std::string text = line.dump() + "\n";
+  // One write per job with O_APPEND: jobs in threads and processes share the file.
+  const int fd = ::open(o_.path_stats.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    log().error("path_stats={}: {}", o_.path_stats, strerror(errno));
+  if (fd >= 0) ::close(fd);
 }
 
 } // namespace mpnvme::host

@@ -1,27 +1,55 @@
-// The host side of one fio job: its controller(s) and the translation of
-// fio I/O units into NVMe commands and back.
+// The host side of one fio job: one I/O queue on each path's controller,
+// the I/O policy that picks a path per command, and the multipath rules
+// that decide what a completion means (complete, retry, fail over) before
+// fio sees an errno. Commands that have no usable path wait for one, within
+// fast_io_fail_tmo / ctrl_loss_tmo; every command has an io_timeout
+// deadline. One thread (the fio job) drives it; it waits on all its paths'
+// sockets and an eventfd the controllers' admin threads signal.
 #pragma once
 #include <array>
+#include <deque>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "../../lib/nvme.hpp"
+#include "../../lib/sock.hpp"
 #include "controller.hpp"
+#include "numa.hpp"
 #include "options.hpp"
+#include "path_policy.hpp"
+#include "path_stats.hpp"
 
 namespace mpnvme::host {
+
+// A path's recent service rate for the service-time policy: bytes completed
+// per second of time with commands in flight, smoothed.
+class RateMeter {
+public:
+  void busy(Clock::time_point now, bool any_inflight_before);
+  void completed(Clock::time_point now, uint64_t bytes, bool idle_after);
+  double bytes_per_sec() const { return rate_; }
+
+private:
+  Clock::time_point busy_start_{};
+  Clock::duration busy_{};
+  uint64_t bytes_ = 0;
+  double rate_ = 0;
+};
 
 class Session {
 public:
   Session(EngineOptions opts, const mpnvme_job &job);
   ~Session();
+  Session(const Session &) = delete;
+  Session &operator=(const Session &) = delete;
 
-  // Connect, check the job's block sizes against the namespace, start
-  // keep-alive. Throws std::runtime_error / std::invalid_argument.
+  // Connect every path, check they reach one namespace, attach an I/O queue
+  // on each. Throws std::runtime_error / std::invalid_argument.
   void open();
-  // Namespace size in bytes (after open or probe).
-  uint64_t size_bytes() const;
-  // Connect the admin queue only and read the namespace (fio setup).
+  // fio setup: the namespace size from the first reachable path.
   void probe();
+  uint64_t size_bytes() const { return size_bytes_; }
 
   int queue(const mpnvme_io &io, int &error);
   void commit();
@@ -29,19 +57,79 @@ public:
   void *event(unsigned i, int &error) const;
 
 private:
-  ControllerConfig controller_config(uint16_t qid) const;
-  void check_geometry() const;
-  void report_transport() const;
+  struct Request {
+    void *io_u = nullptr;
+    Command cmd;
+    uint64_t bytes = 0;
+    int path = -1; // in flight there; -1 while waiting for a path
+    uint32_t generation = 0;
+    Clock::time_point issued{}, deadline{}, waiting_since{};
+    uint8_t retries = 0;
+  };
+  struct Path {
+    std::shared_ptr<Controller> ctrl;
+    std::shared_ptr<IoAttachment> att;
+    std::unique_ptr<Channel> ch;
+    uint32_t generation = 0;
+    std::string label; // "path ADDR:PORT qid N"
+    bool up = false;   // as last logged
+    bool ever_up = false;
+    Clock::time_point down_since{};
+    unsigned inflight = 0;
+    uint64_t inflight_bytes = 0;
+    bool polling_out = false; // EPOLLOUT armed
+    int numa_distance = kLocalDistance;
+    RateMeter rate;
+    PathStats stats;
+  };
+  struct Ready {
+    void *io_u;
+    int error;
+  };
+
+  // session.cpp: set-up, checks, reports
+  ControllerConfig controller_config(size_t path) const;
+  void check_geometry(const NamespaceInfo &info) const;
+  void check_same_namespace(const NamespaceInfo &ref, size_t ref_path, const NamespaceInfo &other, size_t path) const;
+  void report_transport(const Path &p) const;
+  void report_paths();
+  std::string path_states() const;
+
+  // session_io.cpp: the data path
+  bool build(const mpnvme_io &io, Request &r, int &error);
+  bool usable(const Path &p) const;
+  int pick_path(uint64_t bytes);
+  bool submit(Request &r);
+  void harvest(size_t path, Clock::time_point now);
+  void finish(Request &r, const Completion &c, Clock::time_point now);
+  void maintain(Clock::time_point now);
+  void adopt(size_t path, Clock::time_point now);
+  void path_down(size_t path, const std::string &why, Clock::time_point now);
+  void check_deadlines(Clock::time_point now);
+  void resubmit_waiting(Clock::time_point now);
+  bool any_path_available(Clock::time_point now) const;
+  void fail_request(Request &r, const std::string &why);
+  int wait_ms(Clock::time_point now, Clock::time_point fio_deadline) const;
+  void wait(int timeout_ms);
+  void watch_output(size_t path);
+  void send_all();
 
   EngineOptions o_;
   mpnvme_job job_;
   std::string job_name_;
-  std::unique_ptr<Controller> ctrl_;
-  uint32_t lba_shift_ = 9;
+  std::vector<Path> paths_;
+  PathSelector selector_;
+  std::vector<PathView> views_;
+  std::vector<Request> requests_; // by fio io_u index
+  std::deque<Request *> waiting_; // no usable path yet (or a retry to place)
+  std::vector<Ready> ready_;
+  size_t handed_ = 0;
+  int epfd_ = -1, wake_fd_ = -1;
+  uint32_t lba_bytes_ = 512, lba_shift_ = 9;
+  uint64_t size_bytes_ = 0;
   std::vector<std::array<uint8_t, nvme::kDsmRangeLen>> dsm_; // one range per io_u
-  std::vector<Completion> ready_;
-  size_t handed_ = 0;   // completions returned by the last getevents
-  bool opened_ = false; // an I/O session, not the size probe of fio setup
+  Clock::time_point next_deadline_check_{};
+  bool opened_ = false;
 };
 
 } // namespace mpnvme::host

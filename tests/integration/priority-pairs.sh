@@ -84,12 +84,14 @@ echo "TCP with both set: $p packets at priority 6, $e with DSCP ef on path 1"
 ((p > 100 && e > 100)) && pass "TCP carries priority and TOS together" || fail "TCP lost priority or TOS"
 grep -q "lose SO_PRIORITY" "$work/tcp.log" && fail "collision warning on plain TCP"
 
-# 5. The target reflects the host's TOS on every path (--reflect-tos).
+# 5. The target reflects the host's TOS on every path (--reflect-tos). The
+#    reads must be more than one 1 Gbit path carries, or MPTCP's scheduler
+#    may rightly keep them on the first subflow.
 stop_target || fail "target exit status"
 old=$(in_target sysctl -n net.ipv4.tcp_reflect_tos)
 start_target --listen 10.1.1.1,10.1.2.1,10.1.3.1,10.1.4.1 --subnqn "$NQN" --ns ram:256m --log-level warn --reflect-tos
 reset target
-run_fio reflect --traddr=10.1.1.1 --rw=randread --bs=64k --iodepth=16 --size=64m --time_based=1 --runtime=2 --tos=0xb8 ||
+run_fio reflect --traddr=10.1.1.1 --rw=randread --bs=128k --iodepth=64 --size=64m --time_based=1 --runtime=2 --tos=0xb8 ||
   fail "fio exited $?"
 for i in 1 2 3 4; do
   n=$(count target "ef-$i")

@@ -114,10 +114,16 @@ struct Opts {
     o.trim_mode = strdup("dsm");
     o.disable_sqflow = 1;
     o.connect_timeout = 10;
+    o.io_timeout = 30000;
+    o.reconnect_delay = strdup("10");
+    o.ctrl_loss_tmo = strdup("600");
+    o.fast_io_fail_tmo = strdup("off");
+    o.max_retries = 5;
   }
   ~Opts() {
-    for (char *p : {o.traddr, o.trsvcid, o.transport, o.subnqn, o.hostnqn, o.hostid, o.host_traddr, o.host_iface, o.sk_priority,
-                    o.tos, o.iopolicy, o.log_level, o.trim_mode})
+    for (char *p :
+         {o.traddr, o.trsvcid, o.transport, o.subnqn, o.hostnqn, o.hostid, o.host_traddr, o.host_iface, o.sk_priority, o.tos,
+          o.iopolicy, o.log_level, o.trim_mode, o.reconnect_delay, o.ctrl_loss_tmo, o.fast_io_fail_tmo, o.path_stats})
       free(p);
   }
   void set(char *mpnvme_opts::*field, const char *v) {
@@ -160,6 +166,35 @@ static void engine_options_defaults(void **) {
   assert_true(e.digests.header && e.digests.data);
 }
 
+// Recovery options with nvme-cli's names and the kernel's defaults, and the
+// per-path binding lists.
+static void engine_options_multipath(void **) {
+  Opts t;
+  EngineOptions e = parse_engine_options(t.o);
+  assert_int_equal(e.recovery.io_timeout.count(), 30000);
+  assert_int_equal(e.recovery.reconnect_delay.count(), 10000);
+  assert_true(e.recovery.ctrl_loss_tmo && e.recovery.ctrl_loss_tmo->count() == 600000);
+  assert_false(e.recovery.fast_io_fail_tmo.has_value());
+  assert_int_equal(e.max_retries, 5);
+  assert_int_equal(e.host_traddr.size(), 1);
+  t.set(&mpnvme_opts::traddr, "10.1.1.1,10.1.2.1,10.1.3.1");
+  t.set(&mpnvme_opts::reconnect_delay, "0.5");
+  t.set(&mpnvme_opts::ctrl_loss_tmo, "-1");
+  t.set(&mpnvme_opts::fast_io_fail_tmo, "2.25");
+  t.set(&mpnvme_opts::iopolicy, "service-time");
+  t.set(&mpnvme_opts::host_traddr, "10.1.1.2,10.1.2.2,10.1.3.2");
+  t.set(&mpnvme_opts::host_iface, "h1");
+  e = parse_engine_options(t.o);
+  assert_int_equal(e.recovery.reconnect_delay.count(), 500);
+  assert_false(e.recovery.ctrl_loss_tmo.has_value());
+  assert_int_equal(e.recovery.fast_io_fail_tmo->count(), 2250);
+  assert_true(e.iopolicy == IoPolicy::ServiceTime);
+  assert_int_equal(e.host_traddr.size(), 3);
+  assert_string_equal(e.host_traddr[2].c_str(), "10.1.3.2");
+  assert_int_equal(e.host_iface.size(), 3);
+  assert_string_equal(e.host_iface[1].c_str(), "h1");
+}
+
 static void engine_options_rejected(void **) {
   struct Case {
     char *mpnvme_opts::*field;
@@ -176,6 +211,13 @@ static void engine_options_rejected(void **) {
       {&mpnvme_opts::sk_priority, "io:x", "sk_priority"},
       {&mpnvme_opts::tos, "300", "tos"},
       {&mpnvme_opts::hostid, "not-a-uuid", "hostid"},
+      {&mpnvme_opts::reconnect_delay, "soon", "reconnect_delay=soon"},
+      {&mpnvme_opts::reconnect_delay, "0.01", "reconnect_delay=0.01"},
+      {&mpnvme_opts::reconnect_delay, "-1", "reconnect_delay=-1"},
+      {&mpnvme_opts::ctrl_loss_tmo, "1h", "ctrl_loss_tmo=1h"},
+      {&mpnvme_opts::ctrl_loss_tmo, "-2", "ctrl_loss_tmo=-2"},
+      {&mpnvme_opts::fast_io_fail_tmo, "never", "fast_io_fail_tmo=never"},
+      {&mpnvme_opts::host_traddr, "10.1.1.2,10.1.2.2", "host_traddr=10.1.1.2,10.1.2.2: 2 entries for 1 traddr paths"},
   };
   for (const Case &c : cases) {
     Opts t;
@@ -202,6 +244,8 @@ static void engine_options_rejected(void **) {
       {&mpnvme_opts::kato, 7200, "kato=7200"},
       {&mpnvme_opts::connect_timeout, 0, "connect_timeout=0"},
       {&mpnvme_opts::connect_timeout, 601, "connect_timeout=601"},
+      {&mpnvme_opts::io_timeout, 50, "io_timeout=50"},
+      {&mpnvme_opts::max_retries, 1000, "max_retries=1000"},
   };
   for (const NumCase &c : numeric) {
     Opts t;
@@ -222,6 +266,7 @@ int main() {
       cmocka_unit_test(priority_pairs_resolution),
       cmocka_unit_test(priority_pairs_rejected),
       cmocka_unit_test(engine_options_defaults),
+      cmocka_unit_test(engine_options_multipath),
       cmocka_unit_test(engine_options_rejected),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);

@@ -163,6 +163,8 @@ TargetConfig load_json_config(const std::string &path) {
       ns.anagrpid = n.value("ana_grpid", 1u);
       if (const std::string u = jstr(dev, "uuid", nw + ".device"); !u.empty() && !parse_uuid(u, ns.uuid))
         throw std::runtime_error(fmt::format("{}.device.uuid: '{}' is not a UUID", nw, u));
+      if (const std::string g = jstr(dev, "nguid", nw + ".device"); !g.empty() && !parse_uuid(g, ns.nguid))
+        throw std::runtime_error(fmt::format("{}.device.nguid: '{}' is not 32 hex digits (dashes allowed)", nw, g));
       sc.namespaces.push_back(ns);
     }
     c.subsystems.push_back(sc);

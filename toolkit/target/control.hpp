@@ -17,6 +17,11 @@ std::string port_stats(Registry &reg);
 // Executes one control command; returns the reply (starting "ok" or "error").
 std::string control_command(Registry &reg, const std::string &line);
 
+// `mpnvme-target ctl SOCKET COMMAND`: send one command to a running
+// target, print the reply. Returns 0 when it starts with "ok", 1 when the
+// target refused the command, 2 when the socket could not be used.
+int control_client(const std::string &path, const std::string &command);
+
 class ControlServer {
 public:
   ControlServer(Registry &reg, std::string path);

@@ -159,7 +159,19 @@ int main(int argc, char **argv) {
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
+  std::string ctl_socket;
+  std::vector<std::string> ctl_words;
+  CLI::App *ctl = app.add_subcommand("ctl", "send a command to a running target's --control socket and print the answer "
+                                            "(ctl SOCKET help lists the commands)");
+  ctl->add_option("socket", ctl_socket, "the --control socket of the running target")->required();
+  ctl->add_option("command", ctl_words, "ana PORT GROUP STATE | port PORT down|up | stats | help")->required();
   CLI11_PARSE(app, argc, argv);
+  if (*ctl) {
+    std::string command;
+    for (const auto &w : ctl_words)
+      command += (command.empty() ? "" : " ") + w;
+    return control_client(ctl_socket, command);
+  }
   set_log_level(o.log_level);
   if (o.maxh2cdata % 4) {
     log().error("--maxh2cdata {}: must be a multiple of 4", o.maxh2cdata);

@@ -1,0 +1,123 @@
+#include "channel.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fmt/format.h>
+#include <poll.h>
+#include <stdexcept>
+#include <sys/socket.h>
+
+namespace mpnvme::host {
+namespace {
+constexpr size_t kMaxIov = 1024;      // IOV_MAX on Linux
+constexpr unsigned kMaxRecvCalls = 16; // per receive(): other paths get their turn
+} // namespace
+
+Channel::Channel(Fd fd, QueueParams params) : fd_(std::move(fd)), q_(std::move(params)), iov_(kMaxIov) {}
+
+void Channel::send() {
+  while (!q_.failed()) {
+    const size_t n = q_.tx_iov(iov_.data(), iov_.size());
+    if (!n) return;
+    msghdr mh{};
+    mh.msg_iov = iov_.data();
+    mh.msg_iovlen = n;
+    const ssize_t sent = ::sendmsg(fd_.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN) return;
+      q_.fail(fmt::format("send failed: {}", strerror(errno)));
+      return;
+    }
+    q_.on_sent(static_cast<size_t>(sent));
+  }
+  close_if_failed();
+}
+
+bool Channel::receive() {
+  bool got = false;
+  for (unsigned i = 0; i < kMaxRecvCalls && !q_.failed(); i++) {
+    iovec iov[2];
+    msghdr mh{};
+    mh.msg_iov = iov;
+    mh.msg_iovlen = q_.rx_iov(iov);
+    const size_t room = iov[0].iov_len + (mh.msg_iovlen > 1 ? iov[1].iov_len : 0);
+    const ssize_t n = ::recvmsg(fd_.get(), &mh, MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) q_.fail(fmt::format("receive failed: {}", strerror(errno)));
+      break;
+    }
+    got = true;
+    q_.on_received(static_cast<size_t>(n));
+    // A short read drained the socket: spare the call that would say EAGAIN.
+    if (n == 0 || static_cast<size_t>(n) < room) break;
+  }
+  close_if_failed();
+  return got;
+}
+
+void Channel::close() {
+  if (closed_ || !fd_) return;
+  closed_ = true;
+  const auto &term = q_.termreq();
+  if (!term.empty()) {
+    [[maybe_unused]] ssize_t n = ::send(fd_.get(), term.data(), term.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  }
+  ::shutdown(fd_.get(), SHUT_RDWR);
+}
+
+void Channel::wait(int timeout_ms) {
+  pollfd p{fd_.get(), static_cast<short>(POLLIN | (wants_write() ? POLLOUT : 0)), 0};
+  if (::poll(&p, 1, timeout_ms) > 0) {
+    if (p.revents & POLLOUT) send();
+    if (p.revents & (POLLIN | POLLHUP | POLLERR)) receive();
+  }
+  send(); // what receiving produced (H2CData for an R2T)
+}
+
+static int ms_left(std::chrono::steady_clock::time_point deadline) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+  return static_cast<int>(std::clamp<long>(left, 0, 100));
+}
+
+void Channel::initialize(std::chrono::steady_clock::time_point deadline) {
+  q_.start();
+  send();
+  while (!q_.ready()) {
+    if (q_.failed()) throw std::runtime_error(q_.failure());
+    const int left = ms_left(deadline);
+    if (left == 0) throw std::runtime_error("no ICResp from the controller in time");
+    wait(left);
+  }
+}
+
+Completion Channel::execute(Command c, std::chrono::milliseconds timeout) {
+  int marker;
+  c.cookie = &marker;
+  if (!q_.submit(c)) {
+    if (q_.failed()) return {&marker, 0, true, 0, c.sqe.opcode()};
+    throw std::runtime_error(fmt::format("{}: no free command slot", q_.params().label));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  send();
+  for (;;) {
+    auto &done = q_.completions();
+    for (auto it = done.begin(); it != done.end(); ++it) {
+      if (it->cookie == &marker) {
+        const Completion r = *it;
+        done.erase(it);
+        return r;
+      }
+    }
+    const int left = ms_left(deadline);
+    if (left == 0) {
+      q_.fail(fmt::format("{} timed out after {} ms", nvme::opcode_name(c.sqe.opcode(), q_.params().qid == 0), timeout.count()));
+      continue; // fail() produced the completion
+    }
+    wait(left);
+  }
+}
+
+} // namespace mpnvme::host

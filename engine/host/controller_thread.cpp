@@ -1,0 +1,289 @@
+// Controller: the admin thread. While live it keeps Keep Alive, one
+// Asynchronous Event Request and ANA log reads going on the admin queue and
+// runs the jobs' requests (identify, attach); on a failure it resets the
+// association and reconnects every reconnect_delay until ctrl_loss_tmo.
+#include <cstring>
+#include <fmt/format.h>
+#include <nvme/types.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "../../lib/log.hpp"
+#include "controller.hpp"
+
+namespace mpnvme::host {
+
+bool Controller::connect_first() {
+  try {
+    connect_association();
+    std::lock_guard lk(mu_);
+    reason_.clear();
+    state_ = CtrlState::Live;
+    return true;
+  } catch (const std::exception &e) {
+    admin_.reset();
+    std::lock_guard lk(mu_);
+    reason_ = e.what();
+    down_since_ = Clock::now();
+    next_attempt_ = down_since_ + cfg_.recovery.reconnect_delay;
+    return false;
+  }
+}
+
+void Controller::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::thread([this] { run(); });
+  thread_id_ = thread_.get_id();
+}
+
+void Controller::wake_self() const {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+}
+
+void Controller::wake_jobs() const {
+  std::lock_guard lk(mu_);
+  for (const auto &a : attachments_)
+    a->wake();
+}
+
+void Controller::report_failure(uint32_t generation, const std::string &why) {
+  if (generation != this->generation()) return; // that association is already gone
+  {
+    std::lock_guard lk(mu_);
+    if (failed_generation_ == generation) return;
+    job_failure_ = why;
+  }
+  failed_generation_ = generation;
+  wake_self();
+}
+
+void Controller::request_ana_read() {
+  ana_wanted_ = true;
+  wake_self();
+}
+
+// Run `fn` on the admin thread (or here, before it runs), waiting for it;
+// its exception comes back to the caller.
+void Controller::call(const std::function<void()> &fn) {
+  if (!thread_.joinable() || std::this_thread::get_id() == thread_id_) return fn();
+  Task t{fn, nullptr, false};
+  std::unique_lock lk(mu_);
+  tasks_.push_back(&t);
+  wake_self();
+  task_done_.wait(lk, [&] { return t.done; });
+  if (t.error) std::rethrow_exception(t.error);
+}
+
+void Controller::run_tasks() {
+  for (;;) {
+    Task *t;
+    {
+      std::lock_guard lk(mu_);
+      if (tasks_.empty()) return;
+      t = tasks_.front();
+      tasks_.erase(tasks_.begin());
+    }
+    try {
+      t->fn();
+    } catch (...) {
+      t->error = std::current_exception();
+    }
+    {
+      std::lock_guard lk(mu_);
+      t->done = true;
+    }
+    task_done_.notify_all();
+  }
+}
+
+void Controller::wait_for_work(int timeout_ms) {
+  pollfd p[2] = {{wake_fd_, POLLIN, 0}, {admin_ ? admin_->fd() : -1, POLLIN, 0}};
+  if (admin_ && admin_->wants_write()) p[1].events |= POLLOUT;
+  if (::poll(p, admin_ ? 2 : 1, timeout_ms) > 0 && (p[0].revents & POLLIN)) {
+    uint64_t v;
+    [[maybe_unused]] ssize_t n = ::read(wake_fd_, &v, sizeof v);
+  }
+}
+
+void Controller::run() {
+  while (!stop_) {
+    switch (state()) {
+    case CtrlState::Live: live_step(); break;
+    case CtrlState::Resetting: // go_down() already moved on; nothing stays here
+    case CtrlState::Connecting: reconnect_step(); break;
+    case CtrlState::Deleted:
+      run_tasks();
+      wait_for_work(1000);
+      break;
+    }
+  }
+  run_tasks(); // nobody waits forever on a task at exit
+}
+
+void Controller::submit_async(const nvme::Sqe &sqe, void *cookie, uint8_t *data, uint32_t len) {
+  Command c;
+  c.sqe = sqe;
+  c.cookie = cookie;
+  c.data = data;
+  c.len = len;
+  c.dir = data ? DataDir::FromController : DataDir::None;
+  if (admin_->queue().submit(c)) admin_->send();
+}
+
+void Controller::live_step() {
+  const auto now = Clock::now();
+  const auto kato = std::chrono::milliseconds(cfg_.kato_ms);
+  if (!aer_outstanding_) {
+    aer_outstanding_ = true;
+    submit_async(nvme::make_cmd(nvme_admin_async_event, 0), &aer_cookie_);
+  }
+  if (cfg_.kato_ms) {
+    if (ka_outstanding_ && now - ka_sent_ > kato) return go_down(fmt::format("keep alive: no answer within kato ({} ms)", cfg_.kato_ms));
+    if (!ka_outstanding_ && now >= next_ka_) {
+      ka_outstanding_ = true;
+      ka_sent_ = now;
+      next_ka_ = now + std::max(kato / 2, std::chrono::milliseconds(100));
+      submit_async(nvme::make_cmd(nvme_admin_keep_alive, 0), &ka_cookie_);
+    }
+  }
+  if (ana_wanted_.exchange(false) && ana_enabled_ && !ana_outstanding_) {
+    ana_outstanding_ = true;
+    submit_async(nvme::make_get_log_page(NVME_LOG_LID_ANA, static_cast<uint32_t>(ana_buf_.size())), &ana_cookie_,
+                 ana_buf_.data(), static_cast<uint32_t>(ana_buf_.size()));
+  }
+  int timeout_ms = 1000;
+  if (cfg_.kato_ms) {
+    const auto until = ka_outstanding_ ? ka_sent_ + kato : next_ka_;
+    timeout_ms = static_cast<int>(std::clamp<long>(
+        std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count(), 0, 1000));
+  }
+  wait_for_work(timeout_ms);
+  admin_->receive();
+  admin_->send();
+  run_tasks();
+  for (const Completion &c : std::exchange(admin_->queue().completions(), {}))
+    on_admin_completion(c);
+  if (admin_->queue().failed()) return go_down(fmt::format("admin queue: {}", admin_->queue().failure()));
+  if (failed_generation_ == generation()) {
+    std::string why;
+    {
+      std::lock_guard lk(mu_);
+      why = job_failure_;
+    }
+    return go_down(why);
+  }
+}
+
+void Controller::on_admin_completion(const Completion &c) {
+  if (c.cookie == &ka_cookie_) {
+    ka_outstanding_ = false;
+    if (c.status) log().warn("{}: Keep Alive: {}", label_, nvme::status_string(c.status));
+  } else if (c.cookie == &aer_cookie_) {
+    aer_outstanding_ = false;
+    if (c.ok()) on_async_event(c.dw0);
+    else if (!c.aborted) log().debug("{}: Asynchronous Event Request: {}", label_, nvme::status_string(c.status));
+  } else if (c.cookie == &ana_cookie_) {
+    ana_outstanding_ = false;
+    if (!c.ok()) {
+      log().warn("{}: Get Log Page (ANA): {}", label_, c.aborted ? "aborted" : nvme::status_string(c.status));
+      return;
+    }
+    std::string why;
+    if (auto page = parse_ana_log(ana_buf_.data(), ana_buf_.size(), why))
+      apply_ana(*page);
+    else
+      log().warn("{}: ANA log page: {}", label_, why);
+  }
+}
+
+// Asynchronous event: dword 0 bits 2:0 type, 15:8 information, 23:16 log.
+void Controller::on_async_event(uint32_t dw0) {
+  const unsigned type = dw0 & 0x7, info = (dw0 >> 8) & 0xff;
+  if (type == NVME_AER_NOTICE && info == NVME_AER_NOTICE_ANA) {
+    log().info("{}: ANA change notice", label_);
+    ana_wanted_ = true;
+  } else {
+    log().info("{}: asynchronous event type {} info {:#x} log {:#x}", label_, type, info, (dw0 >> 16) & 0xff);
+  }
+}
+
+// Error recovery: the association is gone; jobs see the new generation and
+// fail their commands over, and reconnects start after reconnect_delay.
+void Controller::go_down(const std::string &why) {
+  const auto now = Clock::now();
+  {
+    std::lock_guard lk(mu_);
+    reason_ = why;
+    down_since_ = now;
+    next_attempt_ = now + cfg_.recovery.reconnect_delay;
+  }
+  state_ = CtrlState::Resetting;
+  generation_++;
+  admin_.reset();
+  enabled_ = false;
+  aer_outstanding_ = ka_outstanding_ = ana_outstanding_ = false;
+  attempts_ = 0;
+  state_ = CtrlState::Connecting;
+  log().info("{}: controller reset: {}; reconnecting every {} ms", label_, why, cfg_.recovery.reconnect_delay.count());
+  wake_jobs();
+}
+
+void Controller::reconnect_step() {
+  run_tasks();
+  const auto now = Clock::now();
+  Clock::time_point since, next;
+  {
+    std::lock_guard lk(mu_);
+    since = down_since_;
+    next = next_attempt_;
+  }
+  const auto &loss = cfg_.recovery.ctrl_loss_tmo;
+  if (loss && now - since >= *loss) {
+    state_ = CtrlState::Deleted;
+    {
+      std::lock_guard lk(mu_);
+      reason_ = fmt::format("ctrl_loss_tmo ({} s) expired after {} reconnect attempt(s); last: {}", loss->count() / 1000.0,
+                            attempts_, reason_);
+    }
+    log().warn("{}: removed: {}", label_, reason());
+    wake_jobs();
+    return;
+  }
+  if (now < next) {
+    auto until = next;
+    if (loss) until = std::min(until, since + *loss);
+    wait_for_work(static_cast<int>(std::clamp<long>(std::chrono::ceil<std::chrono::milliseconds>(until - now).count(), 0, 1000)));
+    return;
+  }
+  attempts_++;
+  try {
+    connect_association();
+    std::vector<std::shared_ptr<IoAttachment>> atts;
+    {
+      std::lock_guard lk(mu_);
+      atts = attachments_;
+    }
+    for (auto &a : atts)
+      prepare_io(*a);
+  } catch (const std::exception &e) {
+    admin_.reset();
+    enabled_ = false;
+    std::lock_guard lk(mu_);
+    log().debug("{}: reconnect attempt {} failed: {}", label_, attempts_, e.what());
+    reason_ = e.what();
+    next_attempt_ = Clock::now() + cfg_.recovery.reconnect_delay;
+    return;
+  }
+  const auto down_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since).count();
+  {
+    std::lock_guard lk(mu_);
+    reason_.clear();
+  }
+  next_ka_ = Clock::now();
+  state_ = CtrlState::Live;
+  log().info("{}: reconnected after {:.1f} s ({} attempt(s))", label_, down_ms / 1000.0, attempts_);
+  wake_jobs();
+}
+
+} // namespace mpnvme::host

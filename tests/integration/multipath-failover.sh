@@ -1,0 +1,131 @@
+#!/bin/bash
+# Engine multipath when paths fail, against mpnvme-target: an ANA change to
+# inaccessible and back, a blackholed path, a target killed and restarted
+# within ctrl_loss_tmo, a target gone for longer than ctrl_loss_tmo, a path
+# unreachable at start that joins later, and paths reaching different
+# namespaces. Verifying jobs must see no error where a path remains.
+source "$(dirname "$0")/lib.sh"
+lab_up --paths 2 --rate 1000mbit
+ctl() { in_target "$TARGET" ctl "$work/control" "$@"; }
+# The namespace lives in a file so that a restarted target serves the same
+# data (and two targets can serve one namespace).
+truncate -s 256m "$work/ns.img"
+# Start the target; $1 = listen addresses.
+target_on() { start_target --listen "$1" --subnqn "$NQN" --ns "file:$work/ns.img" --control "$work/control" --log-level info; }
+# background_fio NAME ARGS...: a verifying job in the background; pid in $fio_pid.
+background_fio() {
+  local name=$1; shift
+  run_fio "$name" --transport=tcp --rw=randrw --bs=16k --iodepth=16 --size=64m --verify=crc32c --verify_fatal=1 \
+    --do_verify=1 --log_level=info --path_stats="$work/$name.paths" --reconnect_delay=0.5 --io_timeout=2000 "$@" \
+    >"$work/$name.out" 2>&1 &
+  fio_pid=$!
+}
+# no_errors NAME: fio exited 0, no job error, and it verified something.
+no_errors() {
+  wait "$fio_pid"
+  local rc=$?
+  ((rc == 0)) || { tail -20 "$work/$1.out"; fail "$1: fio exited $rc"; return 1; }
+  json "$1" | jq -e '[.jobs[].error] | all(. == 0)' >/dev/null || { fail "$1: a job reported an error"; return 1; }
+  [[ $(json "$1" | jq '[.jobs[].read.io_bytes] | add') -gt 0 ]] || { fail "$1: verify read nothing"; return 1; }
+}
+path2_bytes() { path_bytes | awk '$1 == 2 {print $2}'; }
+
+# 1. ANA inaccessible on port 2 for 3 s: I/O leaves it without errors and
+#    comes back once it is optimized again.
+target_on 10.1.1.1,10.1.2.1
+background_fio ana --traddr=10.1.1.1,10.1.2.1 --iopolicy=round-robin --time_based=1 --runtime=9
+sleep 2
+ctl ana 2 1 inaccessible >/dev/null || fail "ctl ana inaccessible"
+sleep 1
+b0=$(path2_bytes)
+sleep 2
+b1=$(path2_bytes)
+ctl ana 2 1 optimized >/dev/null || fail "ctl ana optimized"
+sleep 2
+b2=$(path2_bytes)
+no_errors ana && pass "ANA inaccessible and back: no I/O error, verify passed"
+echo "path 2 bytes while inaccessible: $((b1 - b0)), after optimized again: $((b2 - b1))"
+((b1 - b0 < 200000)) || fail "path 2 carried $((b1 - b0)) bytes while inaccessible"
+((b2 - b1 > 10000000)) && pass "path 2 carries I/O again after ANA optimized" || fail "path 2 idle after ANA optimized"
+grep -q 'ANA state optimized -> inaccessible' "$work/ana.log" || fail "ANA change not logged"
+grep -q 'ANA state inaccessible -> optimized' "$work/ana.log" || fail "ANA return not logged"
+
+# 2. Port 2 blackholed (100 % loss) for 4 s: io_timeout declares it failed,
+#    its commands fail over, it reconnects and carries I/O again.
+background_fio blackhole --traddr=10.1.1.1,10.1.2.1 --iopolicy=round-robin --time_based=1 --runtime=12
+sleep 2
+"$LAB" -n "$lab" loss 2 100
+cut=$(date +%s.%N)
+sleep 4
+"$LAB" -n "$lab" loss 2 0
+sleep 1
+b0=$(path2_bytes)
+no_errors blackhole && pass "blackholed path: no I/O error, verify passed"
+b1=$(path2_bytes)
+jq -e '.paths[1].failovers > 0 and .paths[1].reconnects > 0' "$work/blackhole.paths" >/dev/null &&
+  pass "path 2: $(jq -c '.paths[1] | {failovers, reconnects, down_s}' "$work/blackhole.paths")" ||
+  fail "path 2 stats: $(jq -c '.paths[1]' "$work/blackhole.paths")"
+((b1 - b0 > 10000000)) && pass "path 2 carries I/O again after the blackhole" || fail "path 2 idle after the blackhole"
+grep -q 'path down: I/O timeout' "$work/blackhole.log" || fail "no path-down line naming the I/O timeout"
+grep -q 'path up again after' "$work/blackhole.log" || fail "no path-up line"
+stop_target || fail "target exit status"
+
+# 3. The only target killed and restarted 3 s later, within ctrl_loss_tmo:
+#    the commands wait and complete; nothing fails.
+target_on 10.1.1.1
+background_fio restart --traddr=10.1.1.1 --time_based=1 --runtime=10 --ctrl_loss_tmo=30
+sleep 2
+kill -9 "$target_pid"; wait "$target_pid" 2>/dev/null; target_pid=
+sleep 3
+target_on 10.1.1.1
+no_errors restart && pass "target killed and restarted within ctrl_loss_tmo: no I/O error, verify passed"
+grep -q 'reconnected after' "$work/restart.log" || fail "no reconnect logged"
+
+# 4. Killed for good with ctrl_loss_tmo=4: the job ends with a clear error
+#    within ctrl_loss_tmo and a few seconds, naming the path and why.
+background_fio lost --traddr=10.1.1.1 --time_based=1 --runtime=60 --ctrl_loss_tmo=4
+sleep 2
+kill -9 "$target_pid"; wait "$target_pid" 2>/dev/null; target_pid=
+t0=$(date +%s)
+wait "$fio_pid"
+rc=$?
+took=$(($(date +%s) - t0))
+echo "fio ended ${took} s after the target was killed (exit $rc)"
+((rc != 0)) || fail "fio exited 0 with the target gone"
+((took <= 4 + 6)) && pass "job ended within ctrl_loss_tmo + 6 s" || fail "job took $took s to end"
+grep -q 'no usable path.*10.1.1.1:4420.*ctrl_loss_tmo (4 s) expired' "$work/lost.log" &&
+  pass "the error names the path and ctrl_loss_tmo" || { grep -i 'usable\|removed' "$work/lost.log"; fail "unclear error"; }
+
+# 5. Path 2 unreachable at start: the job runs on path 1, reports path 2 as
+#    connecting, and takes it up when a target (a second process serving
+#    the same file) appears there.
+target_on 10.1.1.1
+background_fio late --traddr=10.1.1.1,10.1.2.1 --iopolicy=round-robin --time_based=1 --runtime=8
+sleep 2
+"$LAB" -n "$lab" exec target "$TARGET" --listen 10.1.2.1 --subnqn "$NQN" --ns "file:$work/ns.img" --log-level warn \
+  >"$work/target2.log" 2>&1 &
+second=$!
+no_errors late && pass "path unreachable at start: no I/O error, verify passed"
+kill "$second"; wait "$second" 2>/dev/null
+grep -q 'path 10.1.2.1:4420 qid 1: not connected yet (.*Connection refused' "$work/late.log" &&
+  pass "path 2 reported as connecting" || fail "no 'not connected yet' line"
+jq -e '.paths[1].bytes_read > 0' "$work/late.paths" >/dev/null && pass "path 2 joined when its target came" ||
+  fail "path 2 never carried I/O: $(jq -c '.paths[1]' "$work/late.paths")"
+
+# 6. Paths that reach different namespaces (same NQN, another UUID) are
+#    refused, naming both paths.
+cat >"$work/other.json" <<JSON
+{"subsystems": [{"nqn": "$NQN", "namespaces": [{"nsid": 1, "device": {"path": "ram:256m",
+  "uuid": "0badc0de-0000-4000-8000-000000000001"}}]}],
+ "ports": [{"portid": 1, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "10.1.2.1", "trsvcid": "4420"},
+  "subsystems": ["$NQN"]}]}
+JSON
+"$LAB" -n "$lab" exec target "$TARGET" --config "$work/other.json" --log-level warn >"$work/target3.log" 2>&1 &
+other=$!
+sleep 1
+run_fio mismatch --traddr=10.1.1.1,10.1.2.1 --transport=tcp --rw=read --size=1m >/dev/null && fail "mismatched paths accepted"
+grep -q 'paths 10.1.1.1:4420 and 10.1.2.1:4420 reach different namespaces as nsid 1' "$work/mismatch.log" &&
+  pass "different namespaces refused" || fail "no clear refusal of different namespaces"
+kill "$other"; wait "$other" 2>/dev/null
+stop_target || fail "target exit status"
+finish
