@@ -10,7 +10,7 @@
 
 namespace mpnvme::host {
 namespace {
-constexpr size_t kMaxIov = 1024;      // IOV_MAX on Linux
+constexpr size_t kMaxIov = 1024;       // IOV_MAX on Linux
 constexpr unsigned kMaxRecvCalls = 16; // per receive(): other paths get their turn
 } // namespace
 

@@ -262,8 +262,9 @@ void Controller::connect_association() {
       read_ana_log_now();
     }
   }
-  log().info("{}: controller {} ({} {}), cntlid {}, {} I/O queue(s){}", label_, id.subnqn, id.model, id.firmware, cntlid_,
-             granted_, ana_enabled_ ? ", ANA reporting" : "");
+  log().log(cfg_.size_probe ? spdlog::level::debug : spdlog::level::info,
+            "{}: controller {} ({} {}), cntlid {}, {} I/O queue(s){}", label_, id.subnqn, id.model, id.firmware, cntlid_,
+            granted_, ana_enabled_ ? ", ANA reporting" : "");
 }
 
 void Controller::read_ana_log_now() {

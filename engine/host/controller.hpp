@@ -61,6 +61,7 @@ struct ControllerConfig {
   std::chrono::milliseconds admin_timeout{10000};
   RecoveryOptions recovery;
   uint16_t queues_wanted = 64; // I/O queues asked for with Set Features Number of Queues
+  bool size_probe = false;     // fio setup's short association: logged at debug only
   // Jobs whose configurations have the same key share one controller.
   std::string key() const;
 };

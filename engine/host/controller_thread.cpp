@@ -139,7 +139,8 @@ void Controller::live_step() {
     submit_async(nvme::make_cmd(nvme_admin_async_event, 0), &aer_cookie_);
   }
   if (cfg_.kato_ms) {
-    if (ka_outstanding_ && now - ka_sent_ > kato) return go_down(fmt::format("keep alive: no answer within kato ({} ms)", cfg_.kato_ms));
+    if (ka_outstanding_ && now - ka_sent_ > kato)
+      return go_down(fmt::format("keep alive: no answer within kato ({} ms)", cfg_.kato_ms));
     if (!ka_outstanding_ && now >= next_ka_) {
       ka_outstanding_ = true;
       ka_sent_ = now;
@@ -149,14 +150,14 @@ void Controller::live_step() {
   }
   if (ana_wanted_.exchange(false) && ana_enabled_ && !ana_outstanding_) {
     ana_outstanding_ = true;
-    submit_async(nvme::make_get_log_page(NVME_LOG_LID_ANA, static_cast<uint32_t>(ana_buf_.size())), &ana_cookie_,
-                 ana_buf_.data(), static_cast<uint32_t>(ana_buf_.size()));
+    submit_async(nvme::make_get_log_page(NVME_LOG_LID_ANA, static_cast<uint32_t>(ana_buf_.size())), &ana_cookie_, ana_buf_.data(),
+                 static_cast<uint32_t>(ana_buf_.size()));
   }
   int timeout_ms = 1000;
   if (cfg_.kato_ms) {
     const auto until = ka_outstanding_ ? ka_sent_ + kato : next_ka_;
-    timeout_ms = static_cast<int>(std::clamp<long>(
-        std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count(), 0, 1000));
+    timeout_ms =
+        static_cast<int>(std::clamp<long>(std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count(), 0, 1000));
   }
   wait_for_work(timeout_ms);
   admin_->receive();
@@ -181,8 +182,10 @@ void Controller::on_admin_completion(const Completion &c) {
     if (c.status) log().warn("{}: Keep Alive: {}", label_, nvme::status_string(c.status));
   } else if (c.cookie == &aer_cookie_) {
     aer_outstanding_ = false;
-    if (c.ok()) on_async_event(c.dw0);
-    else if (!c.aborted) log().debug("{}: Asynchronous Event Request: {}", label_, nvme::status_string(c.status));
+    if (c.ok())
+      on_async_event(c.dw0);
+    else if (!c.aborted)
+      log().debug("{}: Asynchronous Event Request: {}", label_, nvme::status_string(c.status));
   } else if (c.cookie == &ana_cookie_) {
     ana_outstanding_ = false;
     if (!c.ok()) {

@@ -22,7 +22,19 @@ constexpr Choices<IoPolicy> kIoPolicies = {{"numa", IoPolicy::Numa},
                                            {"service-time", IoPolicy::ServiceTime}};
 constexpr Choices<TrimMode> kTrimModes = {{"dsm", TrimMode::Dsm}, {"write_zeroes", TrimMode::WriteZeroes}};
 
-std::string str(const char *s) { return s ? s : ""; }
+// A string option as fio stored it. A job file that reads it from an unset
+// environment variable leaves "${VAR}" here (fio keeps it literally): say
+// which variable, instead of a parse error about the value.
+std::string str(const char *option, const char *s) {
+  const std::string v = s ? s : "";
+  if (const size_t at = v.find("${"); at != std::string::npos) {
+    const size_t end = v.find('}', at);
+    const std::string var = v.substr(at + 2, end == std::string::npos ? std::string::npos : end - at - 2);
+    throw std::invalid_argument(
+        fmt::format("{}={}: the environment variable {} is not set (the job file reads {} from it)", option, v, var, option));
+  }
+  return v;
+}
 
 std::invalid_argument bad(const std::string &opt, const std::string &value, const std::string &accepted) {
   return std::invalid_argument(fmt::format("{}={}: invalid value (accepted: {})", opt, value, accepted));
@@ -83,24 +95,24 @@ const char *iopolicy_name(IoPolicy p) {
 
 EngineOptions parse_engine_options(const mpnvme_opts &o) {
   EngineOptions e;
-  const std::string level = str(o.log_level);
+  const std::string level = str("log_level", o.log_level);
   if (!level.empty() && !set_log_level(level)) throw bad("log_level", level, "trace, debug, info, warn, error, off");
 
   const std::string port = o.trsvcid && *o.trsvcid ? o.trsvcid : "4420";
   if (!valid_port(port)) throw bad("trsvcid", port, "a port number 1..65535");
-  e.paths = parse_paths(str(o.traddr), port, "traddr");
+  e.paths = parse_paths(str("traddr", o.traddr), port, "traddr");
 
-  e.transport = choose("transport", str(o.transport), kTransports);
+  e.transport = choose("transport", str("transport", o.transport), kTransports);
 
-  e.subnqn = str(o.subnqn);
+  e.subnqn = str("subnqn", o.subnqn);
   if (e.subnqn.empty()) throw std::invalid_argument("subnqn: required (the NVMe subsystem NQN to connect to)");
   if (e.subnqn.size() > 223) throw std::invalid_argument("subnqn: longer than 223 bytes");
-  e.host = resolve_host_identity(str(o.hostnqn), str(o.hostid));
+  e.host = resolve_host_identity(str("hostnqn", o.hostnqn), str("hostid", o.hostid));
 
   if (o.nsid == 0 || o.nsid == 0xffffffffu) throw bad("nsid", std::to_string(o.nsid), "a namespace id 1..4294967294");
   e.nsid = o.nsid;
-  e.host_traddr = per_path("host_traddr", str(o.host_traddr), e.paths.size());
-  e.host_iface = per_path("host_iface", str(o.host_iface), e.paths.size());
+  e.host_traddr = per_path("host_traddr", str("host_traddr", o.host_traddr), e.paths.size());
+  e.host_iface = per_path("host_iface", str("host_iface", o.host_iface), e.paths.size());
 
   if (o.queue_size == 1 || o.queue_size > kMaxQueueSize)
     throw bad("queue_size", std::to_string(o.queue_size), fmt::format("0 (from iodepth) or 2..{}", kMaxQueueSize));
@@ -108,11 +120,11 @@ EngineOptions parse_engine_options(const mpnvme_opts &o) {
   if (o.kato > 3600) throw bad("kato", std::to_string(o.kato), "seconds 0..3600 (0 disables keep-alive)");
   e.kato_ms = o.kato * 1000;
   e.digests = {o.hdr_digest != 0, o.data_digest != 0};
-  e.sk_priority = PriorityPairs::parse(str(o.sk_priority), "sk_priority", 0x7fffffff);
-  e.tos = PriorityPairs::parse(str(o.tos), "tos", 255);
+  e.sk_priority = PriorityPairs::parse(str("sk_priority", o.sk_priority), "sk_priority", 0x7fffffff);
+  e.tos = PriorityPairs::parse(str("tos", o.tos), "tos", 255);
 
-  e.iopolicy = choose("iopolicy", str(o.iopolicy), kIoPolicies);
-  e.trim_mode = choose("trim_mode", str(o.trim_mode), kTrimModes);
+  e.iopolicy = choose("iopolicy", str("iopolicy", o.iopolicy), kIoPolicies);
+  e.trim_mode = choose("trim_mode", str("trim_mode", o.trim_mode), kTrimModes);
 
   e.disable_sqflow = o.disable_sqflow != 0;
   if (o.connect_timeout == 0 || o.connect_timeout > 600)
@@ -122,18 +134,18 @@ EngineOptions parse_engine_options(const mpnvme_opts &o) {
   if (o.io_timeout < 100 || o.io_timeout > 3600000)
     throw bad("io_timeout", std::to_string(o.io_timeout), "milliseconds 100..3600000");
   e.recovery.io_timeout = std::chrono::milliseconds(o.io_timeout);
-  const std::string delay = str(o.reconnect_delay);
+  const std::string delay = str("reconnect_delay", o.reconnect_delay);
   e.recovery.reconnect_delay = delay.empty() ? std::chrono::seconds(10)
                                              : *seconds("reconnect_delay", delay, false, "seconds, fractions allowed (e.g. 0.5)");
   if (e.recovery.reconnect_delay < std::chrono::milliseconds(100))
     throw bad("reconnect_delay", delay, "seconds, at least 0.1 (fractions allowed)");
-  const std::string loss = str(o.ctrl_loss_tmo);
+  const std::string loss = str("ctrl_loss_tmo", o.ctrl_loss_tmo);
   if (!loss.empty()) e.recovery.ctrl_loss_tmo = seconds("ctrl_loss_tmo", loss, true, "seconds, or -1 to reconnect forever");
-  const std::string fast = str(o.fast_io_fail_tmo);
+  const std::string fast = str("fast_io_fail_tmo", o.fast_io_fail_tmo);
   if (!fast.empty()) e.recovery.fast_io_fail_tmo = seconds("fast_io_fail_tmo", fast, true, "seconds, or off (-1)");
   if (o.max_retries > 100) throw bad("max_retries", std::to_string(o.max_retries), "0..100");
   e.max_retries = o.max_retries;
-  e.path_stats = str(o.path_stats);
+  e.path_stats = str("path_stats", o.path_stats);
   e.fabrics_disconnect = o.fabrics_disconnect != 0;
   return e;
 }

@@ -12,9 +12,9 @@ enum class IoPolicy : uint8_t { Numa, RoundRobin, QueueDepth, ServiceTime };
 
 // How one path looks when a command is about to go out.
 struct PathView {
-  bool usable = false;      // controller live, queue connected, ANA optimized or non-optimized
-  bool optimized = false;   // ANA optimized (else non-optimized)
-  unsigned inflight = 0;    // commands in flight (queue-depth: on the whole controller)
+  bool usable = false;    // controller live, queue connected, ANA optimized or non-optimized
+  bool optimized = false; // ANA optimized (else non-optimized)
+  unsigned inflight = 0;  // commands in flight (queue-depth: on the whole controller)
   uint64_t inflight_bytes = 0;
   double bytes_per_sec = 0; // measured service rate; 0 = not known yet
   int numa_distance = 10;   // from the job's node to the path's host interface (10 = local)

@@ -73,7 +73,9 @@ ControllerConfig Session::controller_config(size_t path) const {
 void Session::probe() {
   std::string reasons;
   for (size_t i = 0; i < o_.paths.size(); i++) {
-    Controller c(controller_config(i));
+    ControllerConfig cfg = controller_config(i);
+    cfg.size_probe = true;
+    Controller c(cfg);
     if (!c.connect_first()) {
       reasons += fmt::format("{}{}", reasons.empty() ? "" : "; ", c.reason());
       continue;

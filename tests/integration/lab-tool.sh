@@ -22,6 +22,12 @@ sleep 0.5
 in_host busybox ping -c 1 -W 2 10.1.2.1 >/dev/null && pass "link 2 back up" || fail "path 2 after up"
 "$LAB" -n "$lab" loss 1 0
 grep -q 'oifname "h1".*drop' <<<"$(in_host nft list chain inet mpnvme_lab output)" && fail "loss on path 1 not removed" || pass "loss 1 0 removes the rule"
+"$LAB" -n "$lab" loss 2 100 || fail "loss 2 100 refused"
+in_host busybox ping -c 1 -W 1 10.1.2.1 >/dev/null 2>&1 && fail "path 2 not blackholed" || pass "loss 2 100 blackholes path 2"
+"$LAB" -n "$lab" loss 2 0
+in_host busybox ping -c 1 -W 2 10.1.2.1 >/dev/null && pass "path 2 back after the blackhole" || fail "path 2 after loss 0"
+"$LAB" -n "$lab" rate 3 20mbit || fail "rate 3 20mbit refused"
+grep -q 'tbf.*rate 20Mbit' <<<"$(tc -n "$T" qdisc show dev t3)" && pass "rate 3 20mbit on both ends" || fail "rate: $(tc -n "$T" qdisc show dev t3)"
 refuse() { # TEXT ARGS...
   local want=$1; shift
   out=$("$LAB" -n "$lab" "$@" 2>&1) && { fail "accepted: $*"; return; }
@@ -31,6 +37,11 @@ refuse "path 7 does not exist" link 7 down
 refuse "down or up, not 'sideways'" link 1 sideways
 refuse "loss must be a percentage" loss 1 lots
 refuse "--paths must be 1..8" up --paths 9
+refuse "--rate: 2 rates for 3 paths" up --paths 3 --rate 10mbit,20mbit
+"$LAB" -n "$lab" down >/dev/null
+lab_up --paths 2 --rate 300mbit,30mbit
+grep -q 'rate 300Mbit' <<<"$(tc -n "$H" qdisc show dev h1)" && grep -q 'rate 30Mbit' <<<"$(tc -n "$T" qdisc show dev t2)" &&
+  pass "one rate per path" || fail "per-path rates: $(tc -n "$H" qdisc show)"
 "$LAB" -n "$lab" down >/dev/null
 if modprobe -n sch_netem 2>/dev/null && tc qdisc add dev lo root netem delay 1ms 2>/dev/null; then
   tc qdisc del dev lo root

@@ -54,10 +54,9 @@ grep -q 'ANA state inaccessible -> optimized' "$work/ana.log" || fail "ANA retur
 #    its commands fail over, it reconnects and carries I/O again.
 background_fio blackhole --traddr=10.1.1.1,10.1.2.1 --iopolicy=round-robin --time_based=1 --runtime=12
 sleep 2
-"$LAB" -n "$lab" loss 2 100
-cut=$(date +%s.%N)
+"$LAB" -n "$lab" loss 2 100 || fail "lab: loss 2 100"
 sleep 4
-"$LAB" -n "$lab" loss 2 0
+"$LAB" -n "$lab" loss 2 0 || fail "lab: loss 2 0"
 sleep 1
 b0=$(path2_bytes)
 no_errors blackhole && pass "blackholed path: no I/O error, verify passed"

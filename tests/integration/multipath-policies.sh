@@ -53,6 +53,15 @@ all_within "$engine_pct" 22 28 || fail "threads: round-robin split [$engine_pct]
 run_fio verify --traddr="$ALL" --transport=tcp --iopolicy=round-robin --rw=randrw --bsrange=4k-256k --iodepth=32 \
   --size=128m --verify=crc32c --verify_fatal=1 --do_verify=1 >/dev/null || fail "verify over 4 paths exited $?"
 [[ $(json verify | jq '.jobs[0].read.io_bytes') -gt 0 ]] && pass "verify over 4 paths" || fail "verify read nothing"
+
+# NVMe multipath over MPTCP connections: each path is an MPTCP connection
+# of its own (with subflows of its own); verified, every path carries I/O.
+run_fio mpverify --traddr="$ALL" --transport=mptcp --iopolicy=round-robin --rw=randrw --bs=64k --iodepth=32 --size=64m \
+  --verify=crc32c --verify_fatal=1 --do_verify=1 --log_level=info --path_stats="$work/mpverify.paths" >/dev/null ||
+  fail "verify over 4 MPTCP connections exited $?"
+jq -e '.paths | length == 4 and all(.transport == "mptcp" and .subflows >= 1 and .commands > 0)' "$work/mpverify.paths" \
+  >/dev/null && pass "NVMe multipath over 4 MPTCP connections: $(jq -c '[.paths[].subflows]' "$work/mpverify.paths") subflows" ||
+  fail "MPTCP paths: $(jq -c '[.paths[] | {path, transport, subflows, commands}]' "$work/mpverify.paths")"
 stop_target || fail "target exit status"
 
 # Service time on unequal paths: 400 and 100 Mbit/s get about 4:1 of the

@@ -1,6 +1,7 @@
-"""NVMe/TCP host-side PDU builders for test scripts (fuzz seeds, hostile
-clients): capsules with or without in-capsule data, H2CData, ICReq, the
-fabrics Connect, with optional (and optionally corrupted) digests."""
+"""NVMe/TCP PDU builders for test scripts (fuzz seeds, hostile clients).
+Host side: capsules with or without in-capsule data, H2CData, ICReq, the
+fabrics Connect, with optional (and optionally corrupted) digests.
+Controller side: C2HData, responses and R2Ts, for the host fuzzer's seeds."""
 import struct
 
 SUBNQN_FUZZ = b"nqn.2026-11.io.mpnvme:fuzz"
@@ -61,3 +62,26 @@ def connect(subnqn, qid=0, cntlid=0xFFFF, host=TEST_HOST, sqsize=31, cattr=0, **
     data[256:256 + len(subnqn)] = subnqn
     data[512:512 + len(host)] = host
     return capsule(sqe(0x7F, 0x10, fctype=1, tail=struct.pack("<HHHBxI", 0, qid, sqsize, cattr, 0)), bytes(data), **kw)
+
+
+def _hdr(ptype, flags, hlen, body, data=b"", dg=False):
+    """A controller-to-host PDU: header, header digest, data, data digest."""
+    hd = 4 if dg else 0
+    dd = 4 if dg and data else 0
+    flags |= (1 if dg else 0) | (2 if dd else 0)
+    pdo = hlen + hd if data else 0
+    h = struct.pack("<BBBBI", ptype, flags, hlen, pdo, hlen + hd + len(data) + dd) + body
+    out = h + (struct.pack("<I", crc32c(h)) if dg else b"")
+    return out + data + (struct.pack("<I", crc32c(data)) if dd else b"")
+
+
+def c2h(cid, off, data, last=True, success=False, dg=False):
+    return _hdr(7, (4 if last else 0) | (8 if success else 0), 24, struct.pack("<HHII4x", cid, 0, off, len(data)), data, dg)
+
+
+def resp(cid, status=0, dg=False):
+    return _hdr(5, 0, 24, struct.pack("<IIHHHH", 0, 0, 0, 1, cid, status << 1), b"", dg)
+
+
+def r2t(cid, ttag, off, length, dg=False):
+    return _hdr(9, 0, 24, struct.pack("<HHII4x", cid, ttag, off, length), b"", dg)

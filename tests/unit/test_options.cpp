@@ -218,6 +218,8 @@ static void engine_options_rejected(void **) {
       {&mpnvme_opts::ctrl_loss_tmo, "-2", "ctrl_loss_tmo=-2"},
       {&mpnvme_opts::fast_io_fail_tmo, "never", "fast_io_fail_tmo=never"},
       {&mpnvme_opts::host_traddr, "10.1.1.2,10.1.2.2", "host_traddr=10.1.1.2,10.1.2.2: 2 entries for 1 traddr paths"},
+      {&mpnvme_opts::traddr, "${MPNVME_TRADDR}", "traddr=${MPNVME_TRADDR}: the environment variable MPNVME_TRADDR is not set"},
+      {&mpnvme_opts::iopolicy, "${MPNVME_IOPOLICY}", "the environment variable MPNVME_IOPOLICY is not set"},
   };
   for (const Case &c : cases) {
     Opts t;

@@ -427,6 +427,24 @@ static void busy_and_stale_cid(void **) {
   assert_true(done[1].aborted);
 }
 
+// A command the controller never answers: it ends aborted once its timeout
+// passed (not before, and not never), the queue with it, and the failure
+// names the command and the time.
+static void command_deadline(void **) {
+  Fixture f({false, false});
+  Command c;
+  c.sqe = nvme::make_cmd(nvme::kCmdFlush, 1);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Completion r = f.ch->execute(c, std::chrono::milliseconds(300));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  assert_true(r.aborted);
+  assert_true(took >= std::chrono::milliseconds(300));
+  assert_true(took < std::chrono::seconds(10)); // a hang check, not a timing claim
+  assert_true(f.q->failed());
+  assert_non_null(strstr(f.q->failure().c_str(), "Flush timed out after 300 ms"));
+  f.read_capsule(); // it was sent
+}
+
 // Socket-free: the queue fed one byte at a time, so every header, padding,
 // payload and digest boundary falls between two deliveries, with header and
 // data digests and a controller that pads C2HData to an 8-byte pdo.
@@ -545,6 +563,7 @@ int main() {
       cmocka_unit_test(status_errors_and_short_success),
       cmocka_unit_test(busy_and_stale_cid),
       cmocka_unit_test(byte_at_a_time),
+      cmocka_unit_test(command_deadline),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -1,0 +1,93 @@
+#!/bin/bash
+# Engine multipath against the Linux kernel target (nvmet-tcp, qemu lab)
+# with two ports: a round-robin verify run over both, then the same with
+# port 2 blackholed for 5 s mid-run by an nftables drop rule on this side:
+# no I/O error, verify passes, path 2 fails over, reconnects and carries
+# I/O again before the job ends. Everything runs in a network namespace
+# this test creates, so the drop rule touches nothing else.
+#   multipath.sh BUILD_DIR
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$1
+state=$(mktemp -d /tmp/mpnvme-mplab.XXXXXX)
+cd "$state" || exit 1 # what fio writes stays out of the checkout
+ns=mpnvme-mp$$
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
+source "$here/guest-common.sh"
+cleanup() {
+  ip netns exec "$ns" "$here/lab.sh" stop "$state"
+  ip netns del "$ns" 2>/dev/null
+  rm -rf "$state"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+failures=0
+in_ns() { ip netns exec "$ns" "$@"; }
+ip netns add "$ns" && in_ns ip link set lo up || { echo "FAIL: cannot create network namespace"; exit 1; }
+
+engine=$build/engine/fio-mpnvme.so
+preload=""
+[[ $(nm -D "$engine" | grep -c __asan_init) != 0 ]] && preload=$(gcc -print-file-name=libasan.so)
+MPNVME_LAB_FWD=4421 in_ns "$here/lab.sh" start "$state" "$here/multipath.setup.sh" || { echo "FAIL: guest did not boot"; exit 1; }
+p1=$(cat "$state/port") p2=$(cat "$state/port-4421")
+paths=127.0.0.1:$p1,127.0.0.1:$p2
+
+# run NAME ARGS...: the engine over both paths, verifying; JSON, log and
+# per-path statistics in $state.
+run() {
+  local name=$1; shift
+  in_ns env LD_PRELOAD="$preload" timeout -s INT 300 fio --name="$name" --ioengine=external:"$engine" --traddr="$paths" \
+    --subnqn=nqn.2026-11.io.mpnvme:kernel-multipath --transport=tcp --iopolicy=round-robin --rw=randrw --bs=16k \
+    --iodepth=16 --verify=crc32c --verify_fatal=1 --do_verify=1 --log_level=info --path_stats="$state/$name.paths" \
+    --output-format=json --output="$state/$name.json" "$@" 2>"$state/$name.log"
+}
+ok() { # NAME: no error and something verified
+  local json
+  json=$(sed -n '/^{/,$p' "$state/$1.json")
+  jq -e '[.jobs[].error] | all(. == 0)' <<<"$json" >/dev/null || { fail "$1: a job reported an error"; return 1; }
+  [[ $(jq '[.jobs[].read.io_bytes] | add' <<<"$json") -gt 0 ]] || { fail "$1: verify read nothing"; return 1; }
+  grep -qE 'ERROR: (Address|Undefined)Sanitizer|runtime error:' "$state/$1.log" && { fail "$1: sanitizer report"; return 1; }
+  return 0
+}
+
+run rr --size=32m || fail "round-robin verify: fio exited $?"
+ok rr && jq -e '.paths | all(.bytes_written > 0 and .bytes_read > 0)' "$state/rr.paths" >/dev/null &&
+  echo "ok: round-robin verify over both nvmet ports: $(jq -c '[.paths[] | {path, commands}]' "$state/rr.paths")" ||
+  fail "round-robin split: $(cat "$state/rr.paths")"
+
+# Blackhole: drop everything to and from path 2's port for 5 s.
+run blackhole --size=32m --time_based=1 --runtime=24 --io_timeout=2000 --reconnect_delay=1 --connect_timeout=2 &
+fio_pid=$!
+sleep 5
+in_ns nft -f - <<NFT || fail "nft blackhole rule"
+table inet mpnvme_blackhole {
+  chain out { type filter hook output priority 0; policy accept;
+    tcp dport $p2 drop
+    tcp sport $p2 drop
+  }
+}
+NFT
+cut=$SECONDS
+sleep 5
+in_ns nft delete table inet mpnvme_blackhole
+# Count what path 2 carries from now on: it must come back before the end.
+in_ns nft -f - <<NFT || fail "nft counter rule"
+table inet mpnvme_count {
+  chain out { type filter hook output priority 0; policy accept;
+    tcp dport $p2 counter
+  }
+}
+NFT
+wait "$fio_pid" || fail "blackhole run: fio exited $?"
+ok blackhole && echo "ok: port 2 blackholed for 5 s: no I/O error, verify passed"
+after=$(in_ns nft -j list table inet mpnvme_count | jq '[.nftables[] | select(.rule) | .rule.expr[] | .counter.packets // empty] | add // 0')
+echo "path 2 packets after the blackhole: $after"
+((after > 200)) && echo "ok: path 2 reconnected and carried I/O again" || fail "path 2 carried $after packets after the blackhole"
+jq -e '.paths[1].failovers > 0 and .paths[1].reconnects > 0' "$state/blackhole.paths" >/dev/null &&
+  echo "ok: path 2 $(jq -c '.paths[1] | {failovers, reconnects, down_s}' "$state/blackhole.paths")" ||
+  fail "path 2 stats: $(jq -c '.paths[1]' "$state/blackhole.paths")"
+# The longest completion: a command stuck on path 2 until it failed over.
+echo "failover: longest completion $(sed -n '/^{/,$p' "$state/blackhole.json" | jq '[.jobs[0].read.clat_ns.max, .jobs[0].write.clat_ns.max] | max / 1e6 | floor') ms (io_timeout 2000 ms)"
+grep -E 'path (down|up)' "$state/blackhole.log"
+if ((failures)); then echo "$failures check(s) failed"; tail -20 "$state/blackhole.log"; exit 1; fi
+echo PASS
