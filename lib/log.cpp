@@ -4,27 +4,23 @@
 
 namespace mpnvme {
 
+// Loggers are constructed once and never registered globally: a host
+// program (fio) may load several copies of spdlog-using code.
+static std::shared_ptr<spdlog::logger> stderr_logger(const char *name, const char *pattern, spdlog::level::level_enum level) {
+  auto l = std::make_shared<spdlog::logger>(name, std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  l->set_pattern(pattern);
+  l->set_level(level);
+  l->flush_on(spdlog::level::trace);
+  return l;
+}
+
 spdlog::logger &log() {
-  // Constructed once, never registered globally: a host program (fio) may
-  // load several copies of spdlog-using code.
-  static std::shared_ptr<spdlog::logger> logger = [] {
-    auto l = std::make_shared<spdlog::logger>("mpnvme", std::make_shared<spdlog::sinks::stderr_sink_mt>());
-    l->set_pattern("mpnvme: %^%l%$: %v");
-    l->set_level(spdlog::level::warn);
-    l->flush_on(spdlog::level::trace);
-    return l;
-  }();
+  static std::shared_ptr<spdlog::logger> logger = stderr_logger("mpnvme", "mpnvme: %^%l%$: %v", spdlog::level::warn);
   return *logger;
 }
 
 static spdlog::logger &report_logger() {
-  static std::shared_ptr<spdlog::logger> logger = [] {
-    auto l = std::make_shared<spdlog::logger>("mpnvme-report", std::make_shared<spdlog::sinks::stderr_sink_mt>());
-    l->set_pattern("mpnvme: %v");
-    l->set_level(spdlog::level::info);
-    l->flush_on(spdlog::level::info);
-    return l;
-  }();
+  static std::shared_ptr<spdlog::logger> logger = stderr_logger("mpnvme-report", "mpnvme: %v", spdlog::level::info);
   return *logger;
 }
 

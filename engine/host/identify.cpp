@@ -140,19 +140,6 @@ bool parse_ns_descriptors(const uint8_t *in, size_t len, NsIds &ids, std::string
   return true;
 }
 
-const char *ana_state_name(AnaState s) {
-  switch (s) {
-  case AnaState::Optimized: return "optimized";
-  case AnaState::NonOptimized: return "non-optimized";
-  case AnaState::Inaccessible: return "inaccessible";
-  case AnaState::PersistentLoss: return "persistent-loss";
-  case AnaState::Change: return "change";
-  }
-  return "invalid";
-}
-
-bool ana_usable(AnaState s) { return s == AnaState::Optimized || s == AnaState::NonOptimized; }
-
 std::optional<AnaState> AnaLog::state_of(uint32_t nsid, uint32_t grpid) const {
   if (auto n = ns_to_group.find(nsid); n != ns_to_group.end()) grpid = n->second;
   if (auto g = groups.find(grpid); g != groups.end()) return g->second;

@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include "../../lib/ana.hpp"
+
 namespace mpnvme::host {
 
 struct IdController {
@@ -65,11 +67,6 @@ IdNamespace parse_id_namespace(const uint8_t *in); // 4096 bytes
 // Merge the CNS 03h descriptor list into `ids`. False, with the reason in
 // `why`, when a descriptor has the wrong length for its type.
 bool parse_ns_descriptors(const uint8_t *in, size_t len, NsIds &ids, std::string &why);
-
-enum class AnaState : uint8_t { Optimized = 1, NonOptimized = 2, Inaccessible = 3, PersistentLoss = 4, Change = 0xf };
-const char *ana_state_name(AnaState s);
-// Optimized or non-optimized: I/O may go there.
-bool ana_usable(AnaState s);
 
 struct AnaLog {
   uint64_t chgcnt = 0;

@@ -8,7 +8,7 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from nvmetcp import SUBNQN_FUZZ, capsule, connect, h2c, icreq, sqe  # noqa: E402
+from nvmetcp import SUBNQN_FUZZ, capsule, connect, h2c, icreq, sqe, write_seeds  # noqa: E402
 
 
 def rw(op, cid, slba, nlb, lba=512, nsid=1):
@@ -40,14 +40,9 @@ def admin_session():
     p += capsule(sqe(0x0C, 9, 0)) + capsule(sqe(0x18, 10, 0))                           # AER, keep alive
     return p
 
-out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
-seeds = {
+write_seeds(sys.argv[1], {
     "io-plain": b"\x01\x7f" + io_session(False),
     "io-digests": b"\x03\x7f" + io_session(True),
     "io-small-chunks": b"\x01\x07" + io_session(False),
     "admin": b"\x00\xff" + admin_session(),
-}
-for name, data in seeds.items():
-    with open(os.path.join(out, name), "wb") as f:
-        f.write(data)
+})

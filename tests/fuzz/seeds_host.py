@@ -8,7 +8,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from nvmetcp import c2h, r2t, resp  # noqa: E402
+from nvmetcp import c2h, r2t, resp, write_seeds  # noqa: E402
 
 
 def session(dg):
@@ -21,13 +21,8 @@ def session(dg):
     return p
 
 
-out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
-seeds = {
+write_seeds(sys.argv[1], {
     "plain": b"\x00\xff" + session(False),
     "digests": b"\x03\xff" + session(True),
     "small-chunks": b"\x00\x05" + session(False),
-}
-for name, data in seeds.items():
-    with open(os.path.join(out, name), "wb") as f:
-        f.write(data)
+})

@@ -85,3 +85,12 @@ def resp(cid, status=0, dg=False):
 
 def r2t(cid, ttag, off, length, dg=False):
     return _hdr(9, 0, 24, struct.pack("<HHII4x", cid, ttag, off, length), b"", dg)
+
+
+def write_seeds(out, seeds):
+    """Write a fuzzer's seed corpus: one file per name in OUTDIR."""
+    import os
+    os.makedirs(out, exist_ok=True)
+    for name, data in seeds.items():
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)

@@ -105,7 +105,7 @@ int main(int argc, char **argv) {
         }
         for (const auto &a : ana) {
           const auto c = a.find(':');
-          if (c == std::string::npos || !target::parse_ana_state(a.substr(c + 1)))
+          if (c == std::string::npos || !parse_ana_state(a.substr(c + 1)))
             return fail(fmt::format(
                 "--ana {}: expected PATH:STATE with STATE optimized, non-optimized, inaccessible, persistent-loss or change", a));
           o.ana[std::stoul(a.substr(0, c))] = a.substr(c + 1);

@@ -13,24 +13,6 @@
 
 namespace mpnvme::target {
 
-const char *ana_state_name(AnaState s) {
-  switch (s) {
-  case AnaState::Optimized: return "optimized";
-  case AnaState::NonOptimized: return "non-optimized";
-  case AnaState::Inaccessible: return "inaccessible";
-  case AnaState::PersistentLoss: return "persistent-loss";
-  case AnaState::Change: return "change";
-  }
-  return "?";
-}
-
-std::optional<AnaState> parse_ana_state(const std::string &s) {
-  for (AnaState a :
-       {AnaState::Optimized, AnaState::NonOptimized, AnaState::Inaccessible, AnaState::PersistentLoss, AnaState::Change})
-    if (s == ana_state_name(a)) return a;
-  return std::nullopt;
-}
-
 AnaState PortConfig::ana_state(uint32_t grp) const {
   auto it = ana.find(grp);
   return it == ana.end() ? AnaState::Optimized : it->second;

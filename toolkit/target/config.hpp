@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ana.hpp"
 #include "jobfile.hpp"
 #include "paths.hpp"
 #include "sock.hpp"
@@ -16,10 +17,6 @@
 namespace mpnvme::target {
 
 enum class Backing { Ram, Null, File };
-enum class AnaState : uint8_t { Optimized = 1, NonOptimized = 2, Inaccessible = 3, PersistentLoss = 4, Change = 0xf };
-const char *ana_state_name(AnaState s);
-// optimized, non-optimized, inaccessible, persistent-loss, change (nvmet names).
-std::optional<AnaState> parse_ana_state(const std::string &s);
 
 struct NamespaceConfig {
   uint32_t nsid = 1;
