@@ -14,7 +14,8 @@ const char *ana_state_name(AnaState s) {
 }
 
 std::optional<AnaState> parse_ana_state(const std::string &s) {
-  for (AnaState a : {AnaState::Optimized, AnaState::NonOptimized, AnaState::Inaccessible, AnaState::PersistentLoss, AnaState::Change})
+  for (AnaState a :
+       {AnaState::Optimized, AnaState::NonOptimized, AnaState::Inaccessible, AnaState::PersistentLoss, AnaState::Change})
     if (s == ana_state_name(a)) return a;
   return std::nullopt;
 }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <nvme/types.h>
 #include <stdexcept>
@@ -39,6 +40,13 @@ std::string ControllerConfig::key() const {
                      socket.connect_timeout.count());
 }
 
+IoAttachment::IoAttachment(uint16_t qid, uint16_t slots, uint32_t nsid, NsIds expected, int wake_fd)
+    : qid(qid), slots(slots), nsid(nsid), expected(std::move(expected)), wake_(::fcntl(wake_fd, F_DUPFD_CLOEXEC, 0)) {
+  if (!wake_) throw std::runtime_error(fmt::format("dup of the job's eventfd: {}", strerror(errno)));
+}
+
+IoAttachment::~IoAttachment() = default;
+
 std::unique_ptr<Channel> IoAttachment::take(uint32_t &generation) {
   std::lock_guard lk(mu_);
   has_.store(false, std::memory_order_relaxed);
@@ -58,7 +66,7 @@ void IoAttachment::hand_over(std::unique_ptr<Channel> ch, uint32_t generation) {
 
 void IoAttachment::wake() const {
   const uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = ::write(wake_fd, &one, sizeof one);
+  [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
 }
 
 std::string IoAttachment::refusal() const {

@@ -70,12 +70,15 @@ struct ControllerConfig {
 // handover point where the admin thread leaves each new connection.
 class IoAttachment {
 public:
-  IoAttachment(uint16_t qid, uint16_t slots, uint32_t nsid, NsIds expected, int wake_fd)
-      : qid(qid), slots(slots), nsid(nsid), expected(std::move(expected)), wake_fd(wake_fd) {}
+  // `wake_fd` is the job's eventfd; the attachment keeps a duplicate of its
+  // own, so a wake-up after the job closed its end goes nowhere harmful.
+  IoAttachment(uint16_t qid, uint16_t slots, uint32_t nsid, NsIds expected, int wake_fd);
+  ~IoAttachment();
+  IoAttachment(const IoAttachment &) = delete;
+  IoAttachment &operator=(const IoAttachment &) = delete;
   const uint16_t qid, slots;
   const uint32_t nsid;
   const NsIds expected; // the namespace the job runs against (from its first path)
-  const int wake_fd;    // the job's eventfd
 
   // Written by the admin thread, read by the job without locks.
   std::atomic<AnaState> ana{AnaState::Optimized};
@@ -93,6 +96,7 @@ public:
   void set_refusal(std::string why);
 
 private:
+  Fd wake_;
   mutable std::mutex mu_;
   std::unique_ptr<Channel> ready_;
   uint32_t ready_generation_ = 0;

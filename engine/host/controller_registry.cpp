@@ -14,7 +14,9 @@ std::shared_ptr<Controller> acquire_controller(const ControllerConfig &cfg) {
   // waits for that instead of opening a second association.
   std::lock_guard lk(mu);
   std::erase_if(controllers, [](const auto &kv) { return kv.second.expired(); });
-  if (auto c = controllers[key].lock()) return c;
+  // A controller given up (ctrl_loss_tmo) is not handed to a new job: that
+  // job starts a fresh association.
+  if (auto c = controllers[key].lock(); c && c->state() != CtrlState::Deleted) return c;
   auto c = std::make_shared<Controller>(cfg);
   c->connect_first();
   c->start();

@@ -27,7 +27,7 @@ namespace mpnvme::host {
 class RateMeter {
 public:
   void busy(Clock::time_point now, bool any_inflight_before);
-  void completed(Clock::time_point now, uint64_t bytes, bool idle_after);
+  void completed(Clock::time_point now, uint64_t bytes);
   double bytes_per_sec() const { return rate_; }
 
 private:
@@ -62,7 +62,6 @@ private:
     Command cmd;
     uint64_t bytes = 0;
     int path = -1; // in flight there; -1 while waiting for a path
-    uint32_t generation = 0;
     Clock::time_point issued{}, deadline{}, waiting_since{};
     uint8_t retries = 0;
   };

@@ -24,8 +24,9 @@ void RateMeter::busy(Clock::time_point now, bool any_inflight_before) {
   if (!any_inflight_before) busy_start_ = now;
 }
 
-void RateMeter::completed(Clock::time_point now, uint64_t bytes, bool idle_after) {
-  (void)idle_after; // the next busy() restarts the clock after an idle gap
+// Busy time runs from the last busy() or completion; after an idle gap the
+// next busy() restarts it, so idle time never counts.
+void RateMeter::completed(Clock::time_point now, uint64_t bytes) {
   bytes_ += bytes;
   busy_ += now - busy_start_;
   busy_start_ = now;
@@ -115,7 +116,6 @@ bool Session::submit(Request &r) {
   if (!p.ch->queue().submit(r.cmd)) return false;
   const auto now = Clock::now();
   r.path = i;
-  r.generation = p.generation;
   r.issued = now;
   r.deadline = now + o_.recovery.io_timeout;
   p.rate.busy(now, p.inflight > 0);
@@ -180,7 +180,7 @@ void Session::finish(Request &r, const Completion &c, Clock::time_point now) {
   p.inflight--;
   p.inflight_bytes -= r.bytes;
   if (o_.iopolicy == IoPolicy::QueueDepth) p.ctrl->nr_active.fetch_sub(1, std::memory_order_relaxed);
-  p.rate.completed(now, c.ok() ? r.bytes : 0, p.inflight == 0);
+  p.rate.completed(now, c.ok() ? r.bytes : 0);
   if (c.ok()) {
     p.stats.latency.add(static_cast<uint64_t>(std::chrono::nanoseconds(now - r.issued).count()));
     if (r.cmd.dir == DataDir::FromController)

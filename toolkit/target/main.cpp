@@ -118,6 +118,7 @@ TargetConfig build_config(const Cli &o) {
   c.queue_entries = o.queue_size;
   c.mdts = static_cast<uint8_t>(o.mdts);
   c.maxh2cdata = o.maxh2cdata;
+  c.reflect_tos = o.reflect_tos;
   finalize(c);
   return c;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "log.hpp"
+#include "reflected_tos.hpp"
 
 namespace mpnvme::target {
 namespace {
@@ -118,8 +119,10 @@ void Reactor::start(int fd, PortState &port, std::string peer) {
     socklen_t len = sizeof ss;
     getsockname(fd, reinterpret_cast<sockaddr *>(&ss), &len);
     const std::string what = fmt::format("port {} connection from {}", port.cfg.id, peer);
+    std::optional<unsigned> tos = port.cfg.tos;
+    if (reg_.config().reflect_tos && port.cfg.transport == Transport::Mptcp) tos = reflected_tos(fd);
+    apply_priority(fd, ss.ss_family == AF_INET6, port.cfg.sk_priority, tos, what);
     set_nodelay(fd, what);
-    apply_priority(fd, ss.ss_family == AF_INET6, port.cfg.sk_priority, port.cfg.tos, what);
   } catch (const std::exception &e) {
     log().warn("{}", e.what());
   }
