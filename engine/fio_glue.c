@@ -229,6 +229,15 @@ static struct fio_option options[] = {
      .help = "Send the Fabrics Disconnect command on each I/O queue at the end (the Linux host just closes it)",
      .category = FIO_OPT_C_ENGINE,
      .group = FIO_OPT_G_INVALID},
+    {.name = "poll",
+     .lname = "Completion polling",
+     .type = FIO_OPT_STR_STORE,
+     .off1 = OPT(poll),
+     .def = "block",
+     .help = "How to wait for completions: block (sleep in epoll), busy (spin on the sockets, a core per job), hybrid (spin "
+             "about twice the recent completion time, then sleep)",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
     {.name = NULL},
 };
 

@@ -43,6 +43,7 @@ struct mpnvme_opts {
   unsigned int max_retries;
   char *path_stats;
   unsigned int fabrics_disconnect;
+  char *poll;
 };
 
 /* What the core needs to know about the fio job. */

@@ -21,6 +21,7 @@ constexpr Choices<IoPolicy> kIoPolicies = {{"numa", IoPolicy::Numa},
                                            {"queue-depth", IoPolicy::QueueDepth},
                                            {"service-time", IoPolicy::ServiceTime}};
 constexpr Choices<TrimMode> kTrimModes = {{"dsm", TrimMode::Dsm}, {"write_zeroes", TrimMode::WriteZeroes}};
+constexpr Choices<PollMode> kPollModes = {{"block", PollMode::Block}, {"busy", PollMode::Busy}, {"hybrid", PollMode::Hybrid}};
 
 // A string option as fio stored it. A job file that reads it from an unset
 // environment variable leaves "${VAR}" here (fio keeps it literally): say
@@ -125,6 +126,7 @@ EngineOptions parse_engine_options(const mpnvme_opts &o) {
 
   e.iopolicy = choose("iopolicy", str("iopolicy", o.iopolicy), kIoPolicies);
   e.trim_mode = choose("trim_mode", str("trim_mode", o.trim_mode), kTrimModes);
+  e.poll = choose("poll", str("poll", o.poll), kPollModes);
 
   e.disable_sqflow = o.disable_sqflow != 0;
   if (o.connect_timeout == 0 || o.connect_timeout > 600)

@@ -18,6 +18,9 @@ namespace mpnvme::host {
 
 const char *iopolicy_name(IoPolicy p);
 enum class TrimMode { Dsm, WriteZeroes };
+// How getevents waits for completions: sleep in epoll (block), spin on the
+// sockets (busy), or spin briefly, then sleep (hybrid).
+enum class PollMode { Block, Busy, Hybrid };
 
 struct EngineOptions {
   std::vector<PathAddr> paths;
@@ -33,6 +36,7 @@ struct EngineOptions {
   PriorityPairs sk_priority, tos;
   IoPolicy iopolicy = IoPolicy::Numa;
   TrimMode trim_mode = TrimMode::Dsm;
+  PollMode poll = PollMode::Block;
   bool disable_sqflow = true;
   bool fabrics_disconnect = false;
   std::chrono::milliseconds connect_timeout{10000};

@@ -128,6 +128,7 @@ private:
   uint64_t size_bytes_ = 0;
   std::vector<std::array<uint8_t, nvme::kDsmRangeLen>> dsm_; // one range per io_u
   Clock::time_point next_deadline_check_{};
+  uint64_t recent_latency_ns_ = 0; // completion time, smoothed (hybrid polling)
   bool opened_ = false;
 };
 

@@ -18,6 +18,8 @@ namespace mpnvme::host {
 namespace {
 constexpr auto kRateWindow = std::chrono::milliseconds(20);
 constexpr auto kMaxDeadlineCheck = std::chrono::milliseconds(100);
+// hybrid: never spin longer than this before sleeping.
+constexpr auto kMaxSpin = std::chrono::microseconds(200);
 } // namespace
 
 void RateMeter::busy(Clock::time_point now, bool any_inflight_before) {
@@ -182,7 +184,9 @@ void Session::finish(Request &r, const Completion &c, Clock::time_point now) {
   if (o_.iopolicy == IoPolicy::QueueDepth) p.ctrl->nr_active.fetch_sub(1, std::memory_order_relaxed);
   p.rate.completed(now, c.ok() ? r.bytes : 0);
   if (c.ok()) {
-    p.stats.latency.add(static_cast<uint64_t>(std::chrono::nanoseconds(now - r.issued).count()));
+    const auto ns = static_cast<uint64_t>(std::chrono::nanoseconds(now - r.issued).count());
+    p.stats.latency.add(ns);
+    recent_latency_ns_ = recent_latency_ns_ - recent_latency_ns_ / 8 + ns / 8;
     if (r.cmd.dir == DataDir::FromController)
       p.stats.bytes_read += r.bytes;
     else if (r.cmd.sqe.opcode() == nvme::kCmdWrite)
@@ -367,6 +371,12 @@ int Session::getevents(unsigned min, unsigned max, long long timeout_ns) {
   const auto start = Clock::now();
   const auto fio_deadline = timeout_ns >= 0 ? start + std::chrono::nanoseconds(timeout_ns) : Clock::time_point::max();
   bool tried_without_waiting = false;
+  // poll=busy spins while commands are in flight; hybrid spins for about
+  // twice the recent completion time, then sleeps; block sleeps at once.
+  const auto spin_until = o_.poll == PollMode::Busy ? Clock::time_point::max()
+                          : o_.poll == PollMode::Hybrid
+                              ? start + std::min<Clock::duration>(std::chrono::nanoseconds(2 * recent_latency_ns_), kMaxSpin)
+                              : start;
   for (;;) {
     const auto now = Clock::now();
     maintain(now);
@@ -374,6 +384,15 @@ int Session::getevents(unsigned min, unsigned max, long long timeout_ns) {
       harvest(i, now);
     send_all(); // resubmitted commands, H2CData for R2Ts
     if (ready_.size() >= min || now >= fio_deadline) break;
+    if (now < spin_until) {
+      bool inflight = false;
+      for (Path &p : paths_) {
+        if (!p.ch || !p.inflight) continue;
+        inflight = true;
+        p.ch->receive();
+      }
+      if (inflight) continue; // nothing in flight (all waiting for a path): sleep below
+    }
     if (!tried_without_waiting) { // bytes may be waiting already: no need to sleep
       tried_without_waiting = true;
       bool got = false;

@@ -59,6 +59,7 @@ struct TargetConfig {
   uint8_t mdts = 7; // 2^7 * 4 KiB = 512 KiB
   uint32_t maxh2cdata = 128 * 1024;
   bool reflect_tos = false; // answer with the TOS of the host's SYN (--reflect-tos)
+  bool poll = false;        // event loops spin on their completion queues (--poll)
 };
 
 // Namespace spec: ram:SIZE | null:SIZE | file:PATH | /dev/... | PATH, with

@@ -24,6 +24,7 @@ struct Cli {
   unsigned threads = 1, mdts = 7;
   bool no_discovery = false;
   bool reflect_tos = false;
+  bool poll = false;
 };
 
 // --reflect-tos: Linux reflects the TOS of a connection's SYN on the
@@ -119,6 +120,7 @@ TargetConfig build_config(const Cli &o) {
   c.mdts = static_cast<uint8_t>(o.mdts);
   c.maxh2cdata = o.maxh2cdata;
   c.reflect_tos = o.reflect_tos;
+  c.poll = o.poll;
   finalize(c);
   return c;
 }
@@ -156,6 +158,8 @@ int main(int argc, char **argv) {
       ->capture_default_str();
   app.add_flag("--no-discovery", o.no_discovery, "do not serve the discovery controller");
   app.add_option("--threads", o.threads, "event loop threads")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_flag("--poll", o.poll,
+               "event loops spin on their io_uring completion queue instead of sleeping (a core each; lowest latency)");
   app.add_option("--control", o.control, "UNIX socket for run-time commands (ana, port down/up, stats)");
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))

@@ -264,8 +264,17 @@ void Reactor::run() {
     arm_accept(i);
   arm_wake();
   arm_tick();
+  const bool poll = reg_.config().poll;
   while (true) {
-    io_uring_submit_and_wait(&ring_, 1);
+    // --poll: hand new requests to the kernel and look for completions
+    // without ever sleeping; otherwise sleep until one arrives.
+    if (poll) {
+      io_uring_submit(&ring_);
+      // Socket completions arrive as task work: run it without waiting.
+      if (!io_uring_cq_ready(&ring_)) io_uring_get_events(&ring_);
+    } else {
+      io_uring_submit_and_wait(&ring_, 1);
+    }
     unsigned head, n = 0;
     io_uring_cqe *cqe;
     io_uring_for_each_cqe(&ring_, head, cqe) {

@@ -1,0 +1,205 @@
+// mpnvme-floor: what the sockets alone can do on this machine, so that the
+// engine's figures can be given as ratios to it (bench/run floor).
+//
+//   mpnvme-floor rtt  [--transport tcp|mptcp] [--wait block|busy] [--request 72] [--response 4120]
+//                     [--count 20000] [--server-cpu 0] [--client-cpu 1]
+//   mpnvme-floor bulk [--transport tcp|mptcp] [--seconds 3] [--chunk 131072] [--server-cpu 0] [--client-cpu 1]
+//
+// Both ends run in this process on loopback, each thread pinned to its
+// CPU: a request of the size of an NVMe/TCP command capsule answered with
+// the size of a C2HData PDU (round trip), or a stream in one direction
+// (bulk). `block` waits in recv; `busy` spins on non-blocking recv, as a
+// polling host and target do. One JSON object on standard output.
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <nlohmann/json.hpp>
+#include <pthread.h>
+#include <sched.h>
+#include <stdexcept>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "sock.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using mpnvme::Fd;
+
+void pin(int cpu) {
+  if (cpu < 0) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
+    throw std::runtime_error(fmt::format("cannot pin a thread to CPU {}", cpu));
+}
+
+Fd stream_socket(bool mptcp) {
+  Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, mptcp ? 262 /* IPPROTO_MPTCP */ : IPPROTO_TCP));
+  if (!fd) throw std::runtime_error(fmt::format("socket: {}", strerror(errno)));
+  int one = 1;
+  setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+
+// A connected pair on loopback: {server side, client side}.
+std::pair<Fd, Fd> connected_pair(bool mptcp) {
+  Fd l = stream_socket(mptcp);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (::bind(l.get(), reinterpret_cast<sockaddr *>(&a), sizeof a) < 0 || ::listen(l.get(), 1) < 0 ||
+      getsockname(l.get(), reinterpret_cast<sockaddr *>(&a), &len) < 0)
+    throw std::runtime_error(fmt::format("listen: {}", strerror(errno)));
+  Fd c = stream_socket(mptcp);
+  if (::connect(c.get(), reinterpret_cast<sockaddr *>(&a), sizeof a) < 0)
+    throw std::runtime_error(fmt::format("connect: {}", strerror(errno)));
+  Fd s(::accept4(l.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  if (!s) throw std::runtime_error(fmt::format("accept: {}", strerror(errno)));
+  int one = 1;
+  setsockopt(s.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return {std::move(s), std::move(c)};
+}
+
+// Exactly `n` bytes; `busy` spins on non-blocking receives. False at EOF.
+bool recv_exact(int fd, uint8_t *p, size_t n, bool busy) {
+  while (n) {
+    const ssize_t r = ::recv(fd, p, n, busy ? MSG_DONTWAIT : 0);
+    if (r > 0) {
+      p += r;
+      n -= static_cast<size_t>(r);
+    } else if (r == 0) {
+      return false;
+    } else if (errno != EAGAIN && errno != EINTR) {
+      throw std::runtime_error(fmt::format("recv: {}", strerror(errno)));
+    }
+  }
+  return true;
+}
+
+void send_exact(int fd, const uint8_t *p, size_t n) {
+  while (n) {
+    const ssize_t r = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (r < 0 && errno != EINTR && errno != EAGAIN) throw std::runtime_error(fmt::format("send: {}", strerror(errno)));
+    if (r > 0) {
+      p += r;
+      n -= static_cast<size_t>(r);
+    }
+  }
+}
+
+bool is_mptcp(int fd) {
+  return mpnvme::query_mptcp(fd).mptcp;
+}
+
+nlohmann::json rtt(bool mptcp, bool busy, size_t request, size_t response, int count, int server_cpu, int client_cpu) {
+  auto [s, c] = connected_pair(mptcp);
+  std::thread server([&, fd = s.get()] {
+    pin(server_cpu);
+    std::vector<uint8_t> in(request), out(response, 0x5a);
+    while (recv_exact(fd, in.data(), in.size(), busy))
+      send_exact(fd, out.data(), out.size());
+  });
+  pin(client_cpu);
+  std::vector<uint8_t> req(request, 0xa5), resp(response);
+  std::vector<double> us;
+  us.reserve(static_cast<size_t>(count));
+  const int warmup = std::min(count / 10, 1000);
+  for (int i = 0; i < count + warmup; i++) {
+    const auto t0 = Clock::now();
+    send_exact(c.get(), req.data(), req.size());
+    recv_exact(c.get(), resp.data(), resp.size(), busy);
+    if (i >= warmup) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  const bool really_mptcp = is_mptcp(c.get());
+  ::shutdown(c.get(), SHUT_WR);
+  server.join();
+  std::sort(us.begin(), us.end());
+  auto q = [&](double f) { return us[static_cast<size_t>(f * static_cast<double>(us.size() - 1))]; };
+  double sum = 0;
+  for (double v : us)
+    sum += v;
+  return {{"test", "rtt"},       {"transport", mptcp ? "mptcp" : "tcp"}, {"mptcp_in_effect", really_mptcp},
+          {"wait", busy ? "busy" : "block"}, {"request_bytes", request}, {"response_bytes", response},
+          {"count", us.size()},  {"p50_us", q(0.5)},  {"p99_us", q(0.99)},  {"p999_us", q(0.999)},
+          {"mean_us", sum / static_cast<double>(us.size())}, {"server_cpu", server_cpu}, {"client_cpu", client_cpu}};
+}
+
+nlohmann::json bulk(bool mptcp, double seconds, size_t chunk, int server_cpu, int client_cpu) {
+  auto [s, c] = connected_pair(mptcp);
+  std::atomic<uint64_t> received{0};
+  std::thread server([&, fd = s.get()] {
+    pin(server_cpu);
+    std::vector<uint8_t> buf(1 << 20);
+    for (ssize_t r; (r = ::recv(fd, buf.data(), buf.size(), 0)) > 0;)
+      received.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
+  });
+  pin(client_cpu);
+  std::vector<uint8_t> buf(chunk, 0x77);
+  const auto t0 = Clock::now();
+  const auto end = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  while (Clock::now() < end)
+    send_exact(c.get(), buf.data(), buf.size());
+  const bool really_mptcp = is_mptcp(c.get());
+  ::shutdown(c.get(), SHUT_WR);
+  server.join();
+  const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+  return {{"test", "bulk"},
+          {"transport", mptcp ? "mptcp" : "tcp"},
+          {"mptcp_in_effect", really_mptcp},
+          {"chunk_bytes", chunk},
+          {"seconds", took},
+          {"mib_s", static_cast<double>(received.load()) / took / 1048576},
+          {"server_cpu", server_cpu},
+          {"client_cpu", client_cpu}};
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  CLI::App app{"mpnvme-floor: raw socket round-trip and bulk-rate floors for the mpnvme bench"};
+  std::string transport = "tcp", wait = "block";
+  size_t request = 72, response = 4120, chunk = 128 * 1024;
+  int count = 20000, server_cpu = 0, client_cpu = 1;
+  double seconds = 3;
+  auto *r = app.add_subcommand("rtt", "round trips: a capsule-sized request, a C2HData-sized answer");
+  auto *b = app.add_subcommand("bulk", "one-way stream rate");
+  for (auto *s : {r, b}) {
+    s->add_option("--transport", transport, "tcp or mptcp")->check(CLI::IsMember({"tcp", "mptcp"}))->capture_default_str();
+    s->add_option("--server-cpu", server_cpu, "CPU of the answering side (-1: not pinned)")->capture_default_str();
+    s->add_option("--client-cpu", client_cpu, "CPU of the measuring side (-1: not pinned)")->capture_default_str();
+  }
+  r->add_option("--wait", wait, "block (recv sleeps) or busy (spin on non-blocking recv)")
+      ->check(CLI::IsMember({"block", "busy"}))
+      ->capture_default_str();
+  r->add_option("--request", request, "request bytes (72: a command capsule)")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  r->add_option("--response", response, "answer bytes (4120: 4 KiB of C2HData with its header)")
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
+  r->add_option("--count", count, "round trips measured")->check(CLI::Range(100, 10000000))->capture_default_str();
+  b->add_option("--seconds", seconds, "duration")->check(CLI::Range(0.1, 600.0))->capture_default_str();
+  b->add_option("--chunk", chunk, "bytes per send")->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  app.require_subcommand(1);
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const bool mptcp = transport == "mptcp";
+    const nlohmann::json out = *r ? rtt(mptcp, wait == "busy", request, response, count, server_cpu, client_cpu)
+                                  : bulk(mptcp, seconds, chunk, server_cpu, client_cpu);
+    fmt::print("{}\n", out.dump());
+  } catch (const std::exception &e) {
+    fmt::print(stderr, "mpnvme-floor: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
