@@ -99,9 +99,7 @@ void send_exact(int fd, const uint8_t *p, size_t n) {
   }
 }
 
-bool is_mptcp(int fd) {
-  return mpnvme::query_mptcp(fd).mptcp;
-}
+bool is_mptcp(int fd) { return mpnvme::query_mptcp(fd).mptcp; }
 
 nlohmann::json rtt(bool mptcp, bool busy, size_t request, size_t response, int count, int server_cpu, int client_cpu) {
   auto [s, c] = connected_pair(mptcp);
@@ -130,10 +128,19 @@ nlohmann::json rtt(bool mptcp, bool busy, size_t request, size_t response, int c
   double sum = 0;
   for (double v : us)
     sum += v;
-  return {{"test", "rtt"},       {"transport", mptcp ? "mptcp" : "tcp"}, {"mptcp_in_effect", really_mptcp},
-          {"wait", busy ? "busy" : "block"}, {"request_bytes", request}, {"response_bytes", response},
-          {"count", us.size()},  {"p50_us", q(0.5)},  {"p99_us", q(0.99)},  {"p999_us", q(0.999)},
-          {"mean_us", sum / static_cast<double>(us.size())}, {"server_cpu", server_cpu}, {"client_cpu", client_cpu}};
+  return {{"test", "rtt"},
+          {"transport", mptcp ? "mptcp" : "tcp"},
+          {"mptcp_in_effect", really_mptcp},
+          {"wait", busy ? "busy" : "block"},
+          {"request_bytes", request},
+          {"response_bytes", response},
+          {"count", us.size()},
+          {"p50_us", q(0.5)},
+          {"p99_us", q(0.99)},
+          {"p999_us", q(0.999)},
+          {"mean_us", sum / static_cast<double>(us.size())},
+          {"server_cpu", server_cpu},
+          {"client_cpu", client_cpu}};
 }
 
 nlohmann::json bulk(bool mptcp, double seconds, size_t chunk, int server_cpu, int client_cpu) {
@@ -183,7 +190,9 @@ int main(int argc, char **argv) {
   r->add_option("--wait", wait, "block (recv sleeps) or busy (spin on non-blocking recv)")
       ->check(CLI::IsMember({"block", "busy"}))
       ->capture_default_str();
-  r->add_option("--request", request, "request bytes (72: a command capsule)")->check(CLI::Range(1, 1 << 20))->capture_default_str();
+  r->add_option("--request", request, "request bytes (72: a command capsule)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   r->add_option("--response", response, "answer bytes (4120: 4 KiB of C2HData with its header)")
       ->check(CLI::Range(1, 1 << 24))
       ->capture_default_str();

@@ -233,7 +233,7 @@ static struct fio_option options[] = {
      .lname = "Completion polling",
      .type = FIO_OPT_STR_STORE,
      .off1 = OPT(poll),
-     .def = "block",
+     .def = "hybrid",
      .help = "How to wait for completions: block (sleep in epoll), busy (spin on the sockets, a core per job), hybrid (spin "
              "about twice the recent completion time, then sleep)",
      .category = FIO_OPT_C_ENGINE,

@@ -21,7 +21,7 @@ constexpr Choices<IoPolicy> kIoPolicies = {{"numa", IoPolicy::Numa},
                                            {"queue-depth", IoPolicy::QueueDepth},
                                            {"service-time", IoPolicy::ServiceTime}};
 constexpr Choices<TrimMode> kTrimModes = {{"dsm", TrimMode::Dsm}, {"write_zeroes", TrimMode::WriteZeroes}};
-constexpr Choices<PollMode> kPollModes = {{"block", PollMode::Block}, {"busy", PollMode::Busy}, {"hybrid", PollMode::Hybrid}};
+constexpr Choices<PollMode> kPollModes = {{"hybrid", PollMode::Hybrid}, {"block", PollMode::Block}, {"busy", PollMode::Busy}};
 
 // A string option as fio stored it. A job file that reads it from an unset
 // environment variable leaves "${VAR}" here (fio keeps it literally): say

@@ -36,7 +36,7 @@ struct EngineOptions {
   PriorityPairs sk_priority, tos;
   IoPolicy iopolicy = IoPolicy::Numa;
   TrimMode trim_mode = TrimMode::Dsm;
-  PollMode poll = PollMode::Block;
+  PollMode poll = PollMode::Hybrid;
   bool disable_sqflow = true;
   bool fabrics_disconnect = false;
   std::chrono::milliseconds connect_timeout{10000};

@@ -119,7 +119,7 @@ struct Opts {
     o.ctrl_loss_tmo = strdup("600");
     o.fast_io_fail_tmo = strdup("off");
     o.max_retries = 5;
-    o.poll = strdup("block");
+    o.poll = strdup("hybrid");
   }
   ~Opts() {
     for (char *p :
@@ -190,7 +190,7 @@ static void engine_options_multipath(void **) {
   assert_false(e.recovery.ctrl_loss_tmo.has_value());
   assert_int_equal(e.recovery.fast_io_fail_tmo->count(), 2250);
   assert_true(e.iopolicy == IoPolicy::ServiceTime);
-  assert_true(e.poll == PollMode::Block);
+  assert_true(e.poll == PollMode::Hybrid);
   assert_int_equal(e.host_traddr.size(), 3);
   assert_string_equal(e.host_traddr[2].c_str(), "10.1.3.2");
   assert_int_equal(e.host_iface.size(), 3);
@@ -222,7 +222,7 @@ static void engine_options_rejected(void **) {
       {&mpnvme_opts::host_traddr, "10.1.1.2,10.1.2.2", "host_traddr=10.1.1.2,10.1.2.2: 2 entries for 1 traddr paths"},
       {&mpnvme_opts::traddr, "${MPNVME_TRADDR}", "traddr=${MPNVME_TRADDR}: the environment variable MPNVME_TRADDR is not set"},
       {&mpnvme_opts::iopolicy, "${MPNVME_IOPOLICY}", "the environment variable MPNVME_IOPOLICY is not set"},
-      {&mpnvme_opts::poll, "spin", "poll=spin: invalid value (accepted: block, busy, hybrid)"},
+      {&mpnvme_opts::poll, "spin", "poll=spin: invalid value (accepted: hybrid, block, busy)"},
   };
   for (const Case &c : cases) {
     Opts t;
