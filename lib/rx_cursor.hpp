@@ -24,7 +24,6 @@ struct RxCursor {
   uint32_t pad = 0;       // padding bytes before the data
   uint32_t datal = 0;     // data bytes of the current PDU
   uint32_t crc = 0;       // running data digest
-  size_t avail() const { return len - pos; }
   // Start taking the `n` data bytes of PDU `c` (command `s`) into `d`, after
   // the padding between its header (plus digest) and pdo. True when there
   // is padding to skip first.

@@ -151,7 +151,6 @@ MptcpState query_mptcp(int fd) {
   if (getsockopt(fd, SOL_MPTCP, MPTCP_INFO, &info, &len) == 0 && len > 0) {
     st.mptcp = true;
     st.subflows = info.mptcpi_subflows;
-    st.local_addr_used = info.mptcpi_local_addr_used;
   }
   return st;
 }

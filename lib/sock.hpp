@@ -68,7 +68,6 @@ void apply_priority(int fd, bool ipv6, std::optional<unsigned> priority, std::op
 struct MptcpState {
   bool mptcp = false;    // false: plain TCP or MPTCP fell back to TCP
   unsigned subflows = 0; // additional subflows beyond the initial one
-  unsigned local_addr_used = 0;
 };
 MptcpState query_mptcp(int fd);
 

@@ -101,7 +101,6 @@ public:
   unsigned inflight() const { return inflight_; }
   unsigned capacity() const { return p_.slots; }
   const QueueParams &params() const { return p_; }
-  const pdu::IcResp &icresp() const { return icresp_; }
 
 private:
   struct Slot {
