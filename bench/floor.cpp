@@ -99,8 +99,6 @@ void send_exact(int fd, const uint8_t *p, size_t n) {
   }
 }
 
-bool is_mptcp(int fd) { return mpnvme::query_mptcp(fd).mptcp; }
-
 nlohmann::json rtt(bool mptcp, bool busy, size_t request, size_t response, int count, int server_cpu, int client_cpu) {
   auto [s, c] = connected_pair(mptcp);
   std::thread server([&, fd = s.get()] {
@@ -120,7 +118,7 @@ nlohmann::json rtt(bool mptcp, bool busy, size_t request, size_t response, int c
     recv_exact(c.get(), resp.data(), resp.size(), busy);
     if (i >= warmup) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
-  const bool really_mptcp = is_mptcp(c.get());
+  const bool really_mptcp = mpnvme::query_mptcp(c.get()).mptcp;
   ::shutdown(c.get(), SHUT_WR);
   server.join();
   std::sort(us.begin(), us.end());
@@ -158,7 +156,7 @@ nlohmann::json bulk(bool mptcp, double seconds, size_t chunk, int server_cpu, in
   const auto end = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
   while (Clock::now() < end)
     send_exact(c.get(), buf.data(), buf.size());
-  const bool really_mptcp = is_mptcp(c.get());
+  const bool really_mptcp = mpnvme::query_mptcp(c.get()).mptcp;
   ::shutdown(c.get(), SHUT_WR);
   server.join();
   const double took = std::chrono::duration<double>(Clock::now() - t0).count();

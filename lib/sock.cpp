@@ -155,44 +155,4 @@ MptcpState query_mptcp(int fd) {
   return st;
 }
 
-static int wait_fd(int fd, short events, std::chrono::steady_clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-  if (left <= 0) return 0;
-  pollfd p{fd, events, 0};
-  int n = ::poll(&p, 1, static_cast<int>(left));
-  return n < 0 && errno == EINTR ? 1 : n;
-}
-
-void send_all(int fd, const void *buf, size_t len, std::chrono::steady_clock::time_point deadline) {
-  auto *p = static_cast<const uint8_t *>(buf);
-  while (len) {
-    ssize_t n = ::send(fd, p, len, MSG_NOSIGNAL);
-    if (n > 0) {
-      p += n;
-      len -= static_cast<size_t>(n);
-    } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      if (wait_fd(fd, POLLOUT, deadline) == 0) throw std::runtime_error("send: timed out");
-    } else {
-      throw std::runtime_error(fmt::format("send: {}", strerror(errno)));
-    }
-  }
-}
-
-void recv_all(int fd, void *buf, size_t len, std::chrono::steady_clock::time_point deadline) {
-  auto *p = static_cast<uint8_t *>(buf);
-  while (len) {
-    ssize_t n = ::recv(fd, p, len, 0);
-    if (n > 0) {
-      p += n;
-      len -= static_cast<size_t>(n);
-    } else if (n == 0) {
-      throw std::runtime_error("connection closed by the peer");
-    } else if (errno == EAGAIN || errno == EINTR) {
-      if (wait_fd(fd, POLLIN, deadline) == 0) throw std::runtime_error("receive: timed out");
-    } else {
-      throw std::runtime_error(fmt::format("receive: {}", strerror(errno)));
-    }
-  }
-}
-
 } // namespace mpnvme

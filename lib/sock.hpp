@@ -71,9 +71,4 @@ struct MptcpState {
 };
 MptcpState query_mptcp(int fd);
 
-// Blocking-style exchange on a non-blocking socket (connection setup only).
-// Throw std::runtime_error on error, EOF or when the deadline passes.
-void send_all(int fd, const void *buf, size_t len, std::chrono::steady_clock::time_point deadline);
-void recv_all(int fd, void *buf, size_t len, std::chrono::steady_clock::time_point deadline);
-
 } // namespace mpnvme

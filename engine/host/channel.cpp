@@ -1,6 +1,7 @@
 #include "channel.hpp"
 
-#include <algorithm>
+#include "clock.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
@@ -77,10 +78,8 @@ void Channel::wait(int timeout_ms) {
   send(); // what receiving produced (H2CData for an R2T)
 }
 
-static int ms_left(std::chrono::steady_clock::time_point deadline) {
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-  return static_cast<int>(std::clamp<long>(left, 0, 100));
-}
+// Waits are at most 100 ms, so a deadline is noticed soon after it passes.
+static int ms_left(Clock::time_point deadline) { return ms_until(deadline, Clock::now(), 100); }
 
 void Channel::initialize(std::chrono::steady_clock::time_point deadline) {
   q_.start();

@@ -79,9 +79,9 @@ void IoAttachment::set_refusal(std::string why) {
   refusal_ = std::move(why);
 }
 
-Controller::Controller(ControllerConfig cfg) : cfg_(std::move(cfg)), label_(fmt::format("path {}", cfg_.path.display())) {
-  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake_fd_ < 0) throw std::runtime_error(fmt::format("eventfd: {}", strerror(errno)));
+Controller::Controller(ControllerConfig cfg)
+    : cfg_(std::move(cfg)), label_(fmt::format("path {}", cfg_.path.display())), wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  if (!wake_) throw std::runtime_error(fmt::format("eventfd: {}", strerror(errno)));
 }
 
 Controller::~Controller() {
@@ -93,7 +93,6 @@ Controller::~Controller() {
   } catch (const std::exception &e) {
     log().warn("{}: orderly shutdown: {}", label_, e.what());
   }
-  ::close(wake_fd_);
 }
 
 IdController Controller::id() const {

@@ -31,11 +31,10 @@
 #include "../../lib/priority_pairs.hpp"
 #include "../../lib/sock.hpp"
 #include "channel.hpp"
+#include "clock.hpp"
 #include "identify.hpp"
 
 namespace mpnvme::host {
-
-using Clock = std::chrono::steady_clock;
 
 enum class CtrlState : uint8_t { Connecting, Live, Resetting, Deleted };
 const char *ctrl_state_name(CtrlState s);
@@ -219,7 +218,7 @@ private:
   std::atomic<bool> ana_wanted_{false};
   std::atomic<uint32_t> failed_generation_{0}; // a job reported this generation failed
   std::string job_failure_;                    // under mu_
-  int wake_fd_ = -1;
+  Fd wake_;                                    // eventfd: jobs and the destructor wake the admin thread
   std::thread thread_;
   std::thread::id thread_id_;
   std::atomic<bool> stop_{false};

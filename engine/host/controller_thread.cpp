@@ -38,7 +38,7 @@ void Controller::start() {
 
 void Controller::wake_self() const {
   const uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
+  [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
 }
 
 void Controller::wake_jobs() const {
@@ -98,11 +98,11 @@ void Controller::run_tasks() {
 }
 
 void Controller::wait_for_work(int timeout_ms) {
-  pollfd p[2] = {{wake_fd_, POLLIN, 0}, {admin_ ? admin_->fd() : -1, POLLIN, 0}};
+  pollfd p[2] = {{wake_.get(), POLLIN, 0}, {admin_ ? admin_->fd() : -1, POLLIN, 0}};
   if (admin_ && admin_->wants_write()) p[1].events |= POLLOUT;
   if (::poll(p, admin_ ? 2 : 1, timeout_ms) > 0 && (p[0].revents & POLLIN)) {
     uint64_t v;
-    [[maybe_unused]] ssize_t n = ::read(wake_fd_, &v, sizeof v);
+    [[maybe_unused]] ssize_t n = ::read(wake_.get(), &v, sizeof v);
   }
 }
 
@@ -156,15 +156,16 @@ void Controller::live_step() {
   int timeout_ms = 1000;
   if (cfg_.kato_ms) {
     const auto until = ka_outstanding_ ? ka_sent_ + kato : next_ka_;
-    timeout_ms =
-        static_cast<int>(std::clamp<long>(std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count(), 0, 1000));
+    timeout_ms = ms_until(until, Clock::now(), 1000);
   }
   wait_for_work(timeout_ms);
   admin_->receive();
   admin_->send();
   run_tasks();
-  for (const Completion &c : std::exchange(admin_->queue().completions(), {}))
+  auto &done = admin_->queue().completions();
+  for (const Completion &c : done) // the handlers never touch the admin queue
     on_admin_completion(c);
+  done.clear();
   if (admin_->queue().failed()) return go_down(fmt::format("admin queue: {}", admin_->queue().failure()));
   if (failed_generation_ == generation()) {
     std::string why;
@@ -256,7 +257,7 @@ void Controller::reconnect_step() {
   if (now < next) {
     auto until = next;
     if (loss) until = std::min(until, since + *loss);
-    wait_for_work(static_cast<int>(std::clamp<long>(std::chrono::ceil<std::chrono::milliseconds>(until - now).count(), 0, 1000)));
+    wait_for_work(ms_until(until, now, 1000));
     return;
   }
   attempts_++;

@@ -1,8 +1,28 @@
 #include "path_policy.hpp"
 
-#include <limits>
-
 namespace mpnvme::host {
+namespace {
+
+// The usable optimized path with the smallest key, else the usable
+// non-optimized one with the smallest key; the first in path order on a tie.
+// The kernel's numa and queue-depth selections both have this shape.
+template <typename Key> int smallest(std::span<const PathView> paths, Key key) {
+  int best[2] = {-1, -1}; // [optimized, non-optimized]
+  decltype(key(paths[0])) least[2]{};
+  for (int i = 0; i < static_cast<int>(paths.size()); i++) {
+    const PathView &p = paths[i];
+    if (!p.usable) continue;
+    const int g = p.optimized ? 0 : 1;
+    const auto k = key(p);
+    if (best[g] < 0 || k < least[g]) {
+      best[g] = i;
+      least[g] = k;
+    }
+  }
+  return best[0] >= 0 ? best[0] : best[1];
+}
+
+} // namespace
 
 int PathSelector::choose(std::span<const PathView> paths, uint64_t bytes) {
   switch (policy_) {
@@ -23,20 +43,7 @@ int PathSelector::choose(std::span<const PathView> paths, uint64_t bytes) {
 // The usable optimized path nearest to the job's NUMA node, else the
 // nearest non-optimized one; the first in path order on a tie.
 int PathSelector::nearest(std::span<const PathView> paths) const {
-  int found = -1, fallback = -1;
-  int found_distance = std::numeric_limits<int>::max(), fallback_distance = found_distance;
-  for (int i = 0; i < static_cast<int>(paths.size()); i++) {
-    const PathView &p = paths[i];
-    if (!p.usable) continue;
-    if (p.optimized && p.numa_distance < found_distance) {
-      found = i;
-      found_distance = p.numa_distance;
-    } else if (!p.optimized && p.numa_distance < fallback_distance) {
-      fallback = i;
-      fallback_distance = p.numa_distance;
-    }
-  }
-  return found >= 0 ? found : fallback;
+  return smallest(paths, [](const PathView &p) { return p.numa_distance; });
 }
 
 // nvme_round_robin_path: the next usable optimized path after the last one;
@@ -66,50 +73,23 @@ int PathSelector::round_robin(std::span<const PathView> paths) {
 // nvme_queue_depth_path: fewest commands in flight among optimized paths,
 // non-optimized only when no optimized path is usable.
 int PathSelector::queue_depth(std::span<const PathView> paths) {
-  int best_opt = -1, best_nonopt = -1;
-  unsigned min_opt = std::numeric_limits<unsigned>::max(), min_nonopt = min_opt;
-  for (int i = 0; i < static_cast<int>(paths.size()); i++) {
-    const PathView &p = paths[i];
-    if (!p.usable) continue;
-    if (p.optimized && p.inflight < min_opt) {
-      min_opt = p.inflight;
-      best_opt = i;
-      if (min_opt == 0) return best_opt;
-    } else if (!p.optimized && p.inflight < min_nonopt) {
-      min_nonopt = p.inflight;
-      best_nonopt = i;
-    }
-  }
-  return best_opt >= 0 ? best_opt : best_nonopt;
+  return smallest(paths, [](const PathView &p) { return p.inflight; });
 }
 
 // Service time: the path that would finish this command first, i.e. the
 // smallest (bytes in flight + this command) / measured rate. Until every
 // candidate's rate is known all rates count as equal, which spreads the
-// first commands by bytes and so measures every path.
+// first commands by bytes and so measures every path. Candidates are the
+// usable optimized paths, or the non-optimized ones when there is none, so
+// "every candidate" is counted per group.
 int PathSelector::service_time(std::span<const PathView> paths, uint64_t bytes) {
-  for (bool optimized : {true, false}) {
-    bool rates_known = true, any = false;
-    for (const PathView &p : paths) {
-      if (!p.usable || p.optimized != optimized) continue;
-      any = true;
-      rates_known = rates_known && p.bytes_per_sec > 0;
-    }
-    if (!any) continue;
-    int best = -1;
-    double best_time = std::numeric_limits<double>::max();
-    for (int i = 0; i < static_cast<int>(paths.size()); i++) {
-      const PathView &p = paths[i];
-      if (!p.usable || p.optimized != optimized) continue;
-      const double t = static_cast<double>(p.inflight_bytes + bytes) / (rates_known ? p.bytes_per_sec : 1.0);
-      if (t < best_time) {
-        best_time = t;
-        best = i;
-      }
-    }
-    return best;
-  }
-  return -1;
+  bool rates_known[2] = {true, true}; // [optimized, non-optimized]
+  for (const PathView &p : paths)
+    if (p.usable && p.bytes_per_sec <= 0) rates_known[p.optimized ? 0 : 1] = false;
+  return smallest(paths, [&](const PathView &p) {
+    const double rate = rates_known[p.optimized ? 0 : 1] ? p.bytes_per_sec : 1.0;
+    return static_cast<double>(p.inflight_bytes + bytes) / rate;
+  });
 }
 
 } // namespace mpnvme::host

@@ -193,7 +193,6 @@ void Session::finish(Request &r, const Completion &c, Clock::time_point now) {
       p.stats.bytes_written += r.bytes;
   }
   const Disposition d = decide_disposition(c, r.retries, o_.max_retries);
-  const int from = r.path;
   r.path = -1;
   switch (d) {
   case Disposition::Complete:
@@ -207,7 +206,7 @@ void Session::finish(Request &r, const Completion &c, Clock::time_point now) {
     log().debug("{} cid {:#x}: {}: retry {} of {}", p.label, c.cid, nvme::status_string(c.status), r.retries, o_.max_retries);
     break;
   case Disposition::Failover:
-    paths_[static_cast<size_t>(from)].stats.failovers++;
+    p.stats.failovers++;
     if (!c.aborted && is_ana_error(c.status)) {
       p.att->ana_pending = true; // unusable until the ANA log says otherwise
       p.ctrl->request_ana_read();
@@ -346,7 +345,7 @@ int Session::wait_ms(Clock::time_point now, Clock::time_point fio_deadline) cons
   if (inflight) until = std::min(until, next_deadline_check_);
   if (!waiting_.empty()) until = std::min(until, now + kMaxDeadlineCheck);
   until = std::min(until, fio_deadline);
-  return static_cast<int>(std::max<long>(0, std::chrono::ceil<std::chrono::milliseconds>(until - now).count()));
+  return ms_until(until, now, 1000);
 }
 
 void Session::wait(int timeout_ms) {
