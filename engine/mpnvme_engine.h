@@ -44,6 +44,7 @@ struct mpnvme_opts {
   char *path_stats;
   unsigned int fabrics_disconnect;
   char *poll;
+  unsigned int defer_send;
 };
 
 /* What the core needs to know about the fio job. */
@@ -85,6 +86,8 @@ void mpnvme_commit(struct mpnvme_session *s);
 /* Waits for at least min completions (timeout_ns < 0: no limit), returns how
  * many are ready (at most max). */
 int mpnvme_getevents(struct mpnvme_session *s, unsigned int min, unsigned int max, long long timeout_ns);
+/* Completions received and not yet handed over by mpnvme_getevents. */
+unsigned int mpnvme_ready(const struct mpnvme_session *s);
 /* The i-th ready completion: its cookie, and its errno in *error. */
 void *mpnvme_event(struct mpnvme_session *s, unsigned int i, int *error);
 void mpnvme_close(struct mpnvme_session *s);

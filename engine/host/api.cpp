@@ -48,6 +48,7 @@ void mpnvme_commit(mpnvme_session *s) { s->s.commit(); }
 int mpnvme_getevents(mpnvme_session *s, unsigned min, unsigned max, long long timeout_ns) {
   return s->s.getevents(min, max, timeout_ns);
 }
+unsigned int mpnvme_ready(const mpnvme_session *s) { return s->s.ready(); }
 void *mpnvme_event(mpnvme_session *s, unsigned i, int *error) { return s->s.event(i, *error); }
 
 void mpnvme_close(mpnvme_session *s) {

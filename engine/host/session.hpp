@@ -54,6 +54,8 @@ public:
   int queue(const mpnvme_io &io, int &error);
   void commit();
   int getevents(unsigned min, unsigned max, long long timeout_ns);
+  // Completions received and not yet handed to fio.
+  unsigned ready() const;
   void *event(unsigned i, int &error) const;
 
 private:

@@ -367,9 +367,16 @@ void Session::wait(int timeout_ms) {
 int Session::getevents(unsigned min, unsigned max, long long timeout_ns) {
   ready_.erase(ready_.begin(), ready_.begin() + static_cast<long>(handed_));
   handed_ = 0;
+  // Completions received earlier satisfy fio: hand them over without a
+  // syscall, so that the commands fio queues meanwhile leave in one send
+  // when it next has to wait (fio's defaults reap one event per call).
+  if (min > 0 && ready_.size() >= min) {
+    handed_ = std::min<size_t>(ready_.size(), max);
+    return static_cast<int>(handed_);
+  }
   const auto start = Clock::now();
   const auto fio_deadline = timeout_ns >= 0 ? start + std::chrono::nanoseconds(timeout_ns) : Clock::time_point::max();
-  bool tried_without_waiting = false;
+  bool polled = false; // the sockets were read at least once in this call
   // poll=busy spins while commands are in flight; hybrid spins for about
   // twice the recent completion time, then sleeps; block sleeps at once.
   const auto spin_until = o_.poll == PollMode::Busy ? Clock::time_point::max()
@@ -381,29 +388,28 @@ int Session::getevents(unsigned min, unsigned max, long long timeout_ns) {
     maintain(now);
     for (size_t i = 0; i < paths_.size(); i++)
       harvest(i, now);
-    send_all(); // resubmitted commands, H2CData for R2Ts
-    if (ready_.size() >= min || now >= fio_deadline) break;
-    if (now < spin_until) {
-      bool inflight = false;
+    send_all(); // commands fio committed, resubmitted ones, H2CData for R2Ts
+    // min 0 is fio polling: look at the sockets once before answering.
+    if ((ready_.size() >= min && (min > 0 || polled)) || now >= fio_deadline) break;
+    if (now < spin_until || !polled) {
+      bool inflight = false, got = false;
       for (Path &p : paths_) {
         if (!p.ch || !p.inflight) continue;
         inflight = true;
-        p.ch->receive();
+        got = p.ch->receive() || got;
       }
-      if (inflight) continue; // nothing in flight (all waiting for a path): sleep below
-    }
-    if (!tried_without_waiting) { // bytes may be waiting already: no need to sleep
-      tried_without_waiting = true;
-      bool got = false;
-      for (Path &p : paths_)
-        if (p.ch && p.inflight) got = p.ch->receive() || got;
-      if (got) continue;
+      polled = true;
+      // Spinning, or bytes were waiting already: no need to sleep. With
+      // nothing in flight (all waiting for a path) sleep below.
+      if (inflight && (got || now < spin_until)) continue;
     }
     wait(wait_ms(now, fio_deadline));
   }
   handed_ = std::min<size_t>(ready_.size(), max);
   return static_cast<int>(handed_);
 }
+
+unsigned Session::ready() const { return static_cast<unsigned>(ready_.size() - handed_); }
 
 void *Session::event(unsigned i, int &error) const {
   error = ready_[i].error;
