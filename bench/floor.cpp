@@ -2,13 +2,14 @@
 // engine's figures can be given as ratios to it (bench/run floor).
 //
 //   mpnvme-floor rtt  [--transport tcp|mptcp] [--wait block|busy] [--request 72] [--response 4120]
-//                     [--count 20000] [--server-cpu 0] [--client-cpu 1]
+//                     [--depth 1] [--count 20000] [--server-cpu 0] [--client-cpu 1]
 //   mpnvme-floor bulk [--transport tcp|mptcp] [--seconds 3] [--chunk 131072] [--server-cpu 0] [--client-cpu 1]
 //
 // Both ends run in this process on loopback, each thread pinned to its
 // CPU: a request of the size of an NVMe/TCP command capsule answered with
-// the size of a C2HData PDU (round trip), or a stream in one direction
-// (bulk). `block` waits in recv; `busy` spins on non-blocking recv, as a
+// the size of a C2HData PDU (round trip; with --depth, that many requests
+// outstanding, both sides sending in batches), or a stream in one
+// direction (bulk). `block` waits in recv; `busy` spins on non-blocking recv, as a
 // polling host and target do. One JSON object on standard output.
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -23,6 +24,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdexcept>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
@@ -72,22 +74,6 @@ std::pair<Fd, Fd> connected_pair(bool mptcp) {
   return {std::move(s), std::move(c)};
 }
 
-// Exactly `n` bytes; `busy` spins on non-blocking receives. False at EOF.
-bool recv_exact(int fd, uint8_t *p, size_t n, bool busy) {
-  while (n) {
-    const ssize_t r = ::recv(fd, p, n, busy ? MSG_DONTWAIT : 0);
-    if (r > 0) {
-      p += r;
-      n -= static_cast<size_t>(r);
-    } else if (r == 0) {
-      return false;
-    } else if (errno != EAGAIN && errno != EINTR) {
-      throw std::runtime_error(fmt::format("recv: {}", strerror(errno)));
-    }
-  }
-  return true;
-}
-
 void send_exact(int fd, const uint8_t *p, size_t n) {
   while (n) {
     const ssize_t r = ::send(fd, p, n, MSG_NOSIGNAL);
@@ -99,25 +85,81 @@ void send_exact(int fd, const uint8_t *p, size_t n) {
   }
 }
 
-nlohmann::json rtt(bool mptcp, bool busy, size_t request, size_t response, int count, int server_cpu, int client_cpu) {
+double thread_cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_THREAD, &ru);
+  return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+// Receives what is there (busy: without sleeping), at least one byte.
+// 0 at EOF.
+size_t recv_some(int fd, uint8_t *p, size_t n, bool busy) {
+  for (;;) {
+    const ssize_t r = ::recv(fd, p, n, busy ? MSG_DONTWAIT : 0);
+    if (r >= 0) return static_cast<size_t>(r);
+    if (errno != EAGAIN && errno != EINTR) throw std::runtime_error(fmt::format("recv: {}", strerror(errno)));
+  }
+}
+
+// Round trips with `depth` requests outstanding. Both sides batch as the
+// engine and the target do: every request that completes a batch of
+// answers is sent again in one send, and the answering side answers all
+// requests it has read in one send.
+nlohmann::json rtt(bool mptcp, bool busy, size_t request, size_t response, unsigned depth, int count, int server_cpu,
+                   int client_cpu) {
   auto [s, c] = connected_pair(mptcp);
+  double server_cpu_s = 0;
   std::thread server([&, fd = s.get()] {
     pin(server_cpu);
-    std::vector<uint8_t> in(request), out(response, 0x5a);
-    while (recv_exact(fd, in.data(), in.size(), busy))
-      send_exact(fd, out.data(), out.size());
+    const double t0 = thread_cpu_seconds();
+    std::vector<uint8_t> in(request * depth), out(response * depth, 0x5a);
+    size_t have = 0;
+    for (size_t n; (n = recv_some(fd, in.data() + have, in.size() - have, busy)) > 0;) {
+      have += n;
+      const size_t k = have / request;
+      have %= request;
+      if (k) send_exact(fd, out.data(), k * response);
+    }
+    server_cpu_s = thread_cpu_seconds() - t0;
   });
   pin(client_cpu);
-  std::vector<uint8_t> req(request, 0xa5), resp(response);
+  std::vector<uint8_t> req(request * depth, 0xa5), resp(response * depth);
+  std::vector<Clock::time_point> sent(depth); // ring: send time of each outstanding request
+  size_t head = 0, tail = 0;                   // answers expected at head, requests sent at tail
   std::vector<double> us;
   us.reserve(static_cast<size_t>(count));
   const int warmup = std::min(count / 10, 1000);
-  for (int i = 0; i < count + warmup; i++) {
-    const auto t0 = Clock::now();
-    send_exact(c.get(), req.data(), req.size());
-    recv_exact(c.get(), resp.data(), resp.size(), busy);
-    if (i >= warmup) us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  int answered = 0;
+  const auto send_requests = [&](size_t k) {
+    const auto now = Clock::now();
+    for (size_t i = 0; i < k; i++)
+      sent[tail++ % depth] = now;
+    send_exact(c.get(), req.data(), k * request);
+  };
+  double client_cpu_s = thread_cpu_seconds();
+  auto t_start = Clock::now();
+  send_requests(depth);
+  size_t have = 0;
+  while (answered < count + warmup) {
+    const size_t n = recv_some(c.get(), resp.data(), resp.size() - have, busy);
+    if (!n) throw std::runtime_error("the answering side closed");
+    have += n;
+    const size_t k = have / response;
+    have %= response;
+    const auto now = Clock::now();
+    for (size_t i = 0; i < k; i++, answered++) {
+      if (answered == warmup) {
+        t_start = now;
+        client_cpu_s = thread_cpu_seconds();
+      }
+      if (answered >= warmup) us.push_back(std::chrono::duration<double, std::micro>(now - sent[head % depth]).count());
+      head++;
+    }
+    if (k) send_requests(k);
   }
+  const double took = std::chrono::duration<double>(Clock::now() - t_start).count();
+  client_cpu_s = thread_cpu_seconds() - client_cpu_s;
   const bool really_mptcp = mpnvme::query_mptcp(c.get()).mptcp;
   ::shutdown(c.get(), SHUT_WR);
   server.join();
@@ -126,10 +168,12 @@ nlohmann::json rtt(bool mptcp, bool busy, size_t request, size_t response, int c
   double sum = 0;
   for (double v : us)
     sum += v;
+  const double per_second = static_cast<double>(us.size()) / took;
   return {{"test", "rtt"},
           {"transport", mptcp ? "mptcp" : "tcp"},
           {"mptcp_in_effect", really_mptcp},
           {"wait", busy ? "busy" : "block"},
+          {"depth", depth},
           {"request_bytes", request},
           {"response_bytes", response},
           {"count", us.size()},
@@ -137,6 +181,9 @@ nlohmann::json rtt(bool mptcp, bool busy, size_t request, size_t response, int c
           {"p99_us", q(0.99)},
           {"p999_us", q(0.999)},
           {"mean_us", sum / static_cast<double>(us.size())},
+          {"per_second", per_second},
+          {"client_cpu_us_per_op", client_cpu_s * 1e6 / static_cast<double>(us.size())},
+          {"server_cpu_us_per_op", server_cpu_s * 1e6 / static_cast<double>(answered + static_cast<int>(depth))},
           {"server_cpu", server_cpu},
           {"client_cpu", client_cpu}};
 }
@@ -177,6 +224,7 @@ int main(int argc, char **argv) {
   std::string transport = "tcp", wait = "block";
   size_t request = 72, response = 4120, chunk = 128 * 1024;
   int count = 20000, server_cpu = 0, client_cpu = 1;
+  unsigned depth = 1;
   double seconds = 3;
   auto *r = app.add_subcommand("rtt", "round trips: a capsule-sized request, a C2HData-sized answer");
   auto *b = app.add_subcommand("bulk", "one-way stream rate");
@@ -194,6 +242,9 @@ int main(int argc, char **argv) {
   r->add_option("--response", response, "answer bytes (4120: 4 KiB of C2HData with its header)")
       ->check(CLI::Range(1, 1 << 24))
       ->capture_default_str();
+  r->add_option("--depth", depth, "requests outstanding (1: one round trip at a time)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   r->add_option("--count", count, "round trips measured")->check(CLI::Range(100, 10000000))->capture_default_str();
   b->add_option("--seconds", seconds, "duration")->check(CLI::Range(0.1, 600.0))->capture_default_str();
   b->add_option("--chunk", chunk, "bytes per send")->check(CLI::Range(1, 1 << 24))->capture_default_str();
@@ -201,7 +252,7 @@ int main(int argc, char **argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     const bool mptcp = transport == "mptcp";
-    const nlohmann::json out = *r ? rtt(mptcp, wait == "busy", request, response, count, server_cpu, client_cpu)
+    const nlohmann::json out = *r ? rtt(mptcp, wait == "busy", request, response, depth, count, server_cpu, client_cpu)
                                   : bulk(mptcp, seconds, chunk, server_cpu, client_cpu);
     fmt::print("{}\n", out.dump());
   } catch (const std::exception &e) {
