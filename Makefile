@@ -1,10 +1,13 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # mpnvme top level: deps, all, check, demo, bench, install, format.
 #   make deps       Debian packages + fio source (apt-get source fio)
 #   make            build fio-mpnvme.so and libmpnvme (warnings are errors)
 #   make check      unit tests + kernel-lab integration tests (ASan/UBSan build)
 #   make demo       run jobs/demo.fio and print the result
 #   make install    PREFIX=/usr DESTDIR=...
-#   make deb        Debian package in ../ (pinned to the installed fio)
+#   make deb        Debian binary package in ../ from the checkout
+#   make dist       Debian source package (with fio's source as a component) in ../
+#   make package-check  build from the .dsc without network, lintian, autopkgtest
 SHELL := /bin/bash
 MAKEFLAGS += --no-print-directory
 PREFIX ?= /usr/local
@@ -15,7 +18,7 @@ JOBS ?= $(shell nproc)
 FIO_SRC ?= $(shell cat .deps/fio-src 2>/dev/null)
 CMAKE_ARGS = -DFIO_SRC="$(FIO_SRC)"
 
-.PHONY: all deps build check demo install deb format clean
+.PHONY: all deps build check demo install deb dist package-check format clean
 
 all: build
 
@@ -43,8 +46,14 @@ install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix $(PREFIX) >/dev/null
 
 deb: deps
-	@dpkg-query -W -f='$${Status}' debhelper 2>/dev/null | grep -q 'ok installed' || apt-get install -y -qq --no-install-recommends debhelper >/dev/null
+	@dpkg-query -W -f='$${Status}' debhelper 2>/dev/null | grep -q 'ok installed' || apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends debhelper >/dev/null
 	FIO_SRC="$$(cat .deps/fio-src)" dpkg-buildpackage -us -uc -b
+
+dist: deps
+	@./scripts/dist.sh ..
+
+package-check: deps
+	@./scripts/package-check.sh
 
 format:
 	@git ls-files '*.cpp' '*.hpp' '*.c' '*.h' | xargs clang-format -i

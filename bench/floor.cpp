@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // mpnvme-floor: what the sockets alone can do on this machine, so that the
 // engine's figures can be given as ratios to it (bench/run floor).
 //
@@ -30,6 +31,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "cli.hpp"
 #include "sock.hpp"
 
 namespace {
@@ -126,7 +128,7 @@ nlohmann::json rtt(bool mptcp, bool busy, size_t request, size_t response, unsig
   pin(client_cpu);
   std::vector<uint8_t> req(request * depth, 0xa5), resp(response * depth);
   std::vector<Clock::time_point> sent(depth); // ring: send time of each outstanding request
-  size_t head = 0, tail = 0;                   // answers expected at head, requests sent at tail
+  size_t head = 0, tail = 0;                  // answers expected at head, requests sent at tail
   std::vector<double> us;
   us.reserve(static_cast<size_t>(count));
   const int warmup = std::min(count / 10, 1000);
@@ -249,7 +251,7 @@ int main(int argc, char **argv) {
   b->add_option("--seconds", seconds, "duration")->check(CLI::Range(0.1, 600.0))->capture_default_str();
   b->add_option("--chunk", chunk, "bytes per send")->check(CLI::Range(1, 1 << 24))->capture_default_str();
   app.require_subcommand(1);
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = mpnvme::parse_command_line(app, argc, argv); rc >= 0) return rc;
   try {
     const bool mptcp = transport == "mptcp";
     const nlohmann::json out = *r ? rtt(mptcp, wait == "busy", request, response, depth, count, server_cpu, client_cpu)

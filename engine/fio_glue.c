@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * fio-mpnvme: fio external ioengine, a user-space NVMe/TCP host over MPTCP.
  *
@@ -19,6 +20,16 @@
 #endif
 
 #define OPT(field) offsetof(struct mpnvme_opts, field)
+
+/* Options with a fixed set of values: fio stores the string and only
+ * advises its posval list, so each checks its value against that list
+ * here, at parse time, before any job starts. */
+static int check_choice(const char *name, const char *value);
+static int check_transport(void *data, const char *v) { return check_choice("transport", v); }
+static int check_iopolicy(void *data, const char *v) { return check_choice("iopolicy", v); }
+static int check_log_level(void *data, const char *v) { return check_choice("log_level", v); }
+static int check_trim_mode(void *data, const char *v) { return check_choice("trim_mode", v); }
+static int check_poll(void *data, const char *v) { return check_choice("poll", v); }
 
 static struct fio_option options[] = {
     {.name = "traddr",
@@ -42,6 +53,8 @@ static struct fio_option options[] = {
      .off1 = OPT(transport),
      .def = "mptcp",
      .help = "Socket protocol: mptcp (falls back to TCP against a plain TCP peer) or tcp",
+     .cb = check_transport,
+     .posval = {{.ival = "mptcp", .help = "Multipath TCP, TCP against a plain TCP peer"}, {.ival = "tcp", .help = "plain TCP"}},
      .category = FIO_OPT_C_ENGINE,
      .group = FIO_OPT_G_INVALID},
     {.name = "subnqn",
@@ -139,6 +152,11 @@ static struct fio_option options[] = {
      .off1 = OPT(iopolicy),
      .def = "numa",
      .help = "Path selection across traddr paths: numa, round-robin, queue-depth, service-time",
+     .cb = check_iopolicy,
+     .posval = {{.ival = "numa", .help = "the nearest usable path"},
+                {.ival = "round-robin", .help = "paths in turn"},
+                {.ival = "queue-depth", .help = "fewest commands in flight"},
+                {.ival = "service-time", .help = "least bytes in flight per measured rate"}},
      .category = FIO_OPT_C_ENGINE,
      .group = FIO_OPT_G_INVALID},
     {.name = "log_level",
@@ -147,6 +165,13 @@ static struct fio_option options[] = {
      .off1 = OPT(log_level),
      .def = "warn",
      .help = "Engine log level: trace, debug, info, warn, error, off",
+     .cb = check_log_level,
+     .posval = {{.ival = "trace", .help = ""},
+                {.ival = "debug", .help = ""},
+                {.ival = "info", .help = ""},
+                {.ival = "warn", .help = ""},
+                {.ival = "error", .help = ""},
+                {.ival = "off", .help = ""}},
      .category = FIO_OPT_C_ENGINE,
      .group = FIO_OPT_G_INVALID},
     {.name = "trim_mode",
@@ -155,6 +180,8 @@ static struct fio_option options[] = {
      .off1 = OPT(trim_mode),
      .def = "dsm",
      .help = "NVMe command for fio trims: dsm (Dataset Management deallocate) or write_zeroes",
+     .cb = check_trim_mode,
+     .posval = {{.ival = "dsm", .help = "Dataset Management, deallocate"}, {.ival = "write_zeroes", .help = "Write Zeroes"}},
      .category = FIO_OPT_C_ENGINE,
      .group = FIO_OPT_G_INVALID},
     {.name = "disable_sqflow",
@@ -236,6 +263,10 @@ static struct fio_option options[] = {
      .def = "hybrid",
      .help = "How to wait for completions: block (sleep in epoll), busy (spin on the sockets, a core per job), hybrid (spin "
              "about twice the recent completion time, then sleep)",
+     .cb = check_poll,
+     .posval = {{.ival = "hybrid", .help = "spin about twice the recent completion time, then sleep"},
+                {.ival = "block", .help = "sleep in epoll"},
+                {.ival = "busy", .help = "spin on the sockets, a core per job"}},
      .category = FIO_OPT_C_ENGINE,
      .group = FIO_OPT_G_INVALID},
     {.name = "defer_send",
@@ -250,6 +281,20 @@ static struct fio_option options[] = {
     {.name = NULL},
 };
 
+static int check_choice(const char *name, const char *value) {
+  for (const struct fio_option *o = options; o->name; o++) {
+    if (strcmp(o->name, name)) continue;
+    for (int i = 0; i < PARSE_MAX_VP && o->posval[i].ival; i++)
+      if (!strcmp(o->posval[i].ival, value)) return 0;
+    log_err("mpnvme: %s=%s: not one of", name, value);
+    for (int i = 0; i < PARSE_MAX_VP && o->posval[i].ival; i++)
+      log_err(" %s", o->posval[i].ival);
+    log_err("\n");
+    return 1;
+  }
+  return 1;
+}
+
 /* Per-job state kept on the fio side: the io_us queued and not yet sent,
  * stamped with their issue time when the batch goes out. */
 struct glue {
@@ -258,6 +303,12 @@ struct glue {
   unsigned int nr_pending;
   unsigned int depth;
 };
+
+/* Engine log lines through fio's own logging, so that a `fio --client`
+ * sees them too, not only the server's stderr. All go to fio's error
+ * stream, as they went to stderr before: the info stream is the job output
+ * (stdout or --output), which must stay JSON when asked to be. */
+static void write_fio_log(const char *line) { log_err("%s", line); }
 
 static void describe_job(struct thread_data *td, struct mpnvme_job *j) {
   memset(j, 0, sizeof(*j));
@@ -278,6 +329,7 @@ static int mpnvme_fio_setup(struct thread_data *td) {
   struct mpnvme_job job;
   unsigned long long bytes = 0;
 
+  mpnvme_set_log_writer(write_fio_log);
   if (!td->files_index) {
     add_file(td, td->o.filename ? td->o.filename : "mpnvme", 0, 0);
     td->o.nr_files = td->o.nr_files ?: 1;
@@ -295,6 +347,7 @@ static int mpnvme_fio_init(struct thread_data *td) {
   struct glue *g = calloc(1, sizeof(*g));
 
   if (!g) return 1;
+  mpnvme_set_log_writer(write_fio_log);
   describe_job(td, &job);
   g->depth = td->o.iodepth ? td->o.iodepth : 1;
   g->pending = calloc(g->depth, sizeof(*g->pending));

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The C boundary between fio (fio_glue.c, the only file that includes fio
  * headers) and the C++ NVMe/TCP host core.
@@ -71,6 +72,10 @@ struct mpnvme_io {
 enum mpnvme_queue_result { MPNVME_QUEUED = 0, MPNVME_BUSY = 1, MPNVME_COMPLETED = 2 };
 
 struct mpnvme_session;
+
+/* Route the engine's log lines (newline included) through the loading
+ * program's logging. */
+void mpnvme_set_log_writer(void (*write)(const char *line));
 
 /* Validate options and read the namespace size (fio setup, parent process).
  * Returns 0 and fills *bytes, or -1 after logging a message naming the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // Asymmetric Namespace Access states, with the names nvmet uses in configfs
 // (and nvmetcli JSON): the target serves them, the host obeys them.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 #include "crc32c.hpp"
 
 #include <isa-l/crc.h>

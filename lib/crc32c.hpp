@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // CRC32C (Castagnoli) as NVMe/TCP digests use it: seed 0xFFFFFFFF, result
 // inverted, stored little endian. Backed by ISA-L's crc32_iscsi.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // Host NQN and host ID defaults, as nvme-cli resolves them: /etc/nvme/hostnqn
 // and /etc/nvme/hostid, else a UUID-based NQN generated once per process.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // Reads the engine options of an fio job file, so that mpnvme-target and
 // mpnvme-nvmet can serve exactly what a job expects. fio's format: INI-style
 // sections ([global] then one per job), key=value or bare flags, ';' and '#'

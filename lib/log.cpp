@@ -1,8 +1,35 @@
+// SPDX-License-Identifier: GPL-2.0-only
 #include "log.hpp"
 
+#include <mutex>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 
 namespace mpnvme {
+
+namespace {
+constexpr const char *kLogPattern = "mpnvme: %^%l%$: %v";
+constexpr const char *kReportPattern = "mpnvme: %v";
+
+// Formatted lines handed to the program that loaded us (fio's log_err,
+// which reaches a `fio --client` too).
+class WriterSink : public spdlog::sinks::base_sink<std::mutex> {
+public:
+  explicit WriterSink(LogWriter w) : write_(w) {}
+
+protected:
+  void sink_it_(const spdlog::details::log_msg &msg) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    line.push_back('\0');
+    write_(line.data());
+  }
+  void flush_() override {}
+
+private:
+  LogWriter write_;
+};
+} // namespace
 
 // Loggers are constructed once and never registered globally: a host
 // program (fio) may load several copies of spdlog-using code.
@@ -15,13 +42,26 @@ static std::shared_ptr<spdlog::logger> stderr_logger(const char *name, const cha
 }
 
 spdlog::logger &log() {
-  static std::shared_ptr<spdlog::logger> logger = stderr_logger("mpnvme", "mpnvme: %^%l%$: %v", spdlog::level::warn);
+  static std::shared_ptr<spdlog::logger> logger = stderr_logger("mpnvme", kLogPattern, spdlog::level::warn);
   return *logger;
 }
 
 static spdlog::logger &report_logger() {
-  static std::shared_ptr<spdlog::logger> logger = stderr_logger("mpnvme-report", "mpnvme: %v", spdlog::level::info);
+  static std::shared_ptr<spdlog::logger> logger = stderr_logger("mpnvme-report", kReportPattern, spdlog::level::info);
   return *logger;
+}
+
+void set_log_writer(LogWriter write) {
+  // Once per process: jobs of one fio may call this while others log.
+  static std::once_flag once;
+  std::call_once(once, [write] {
+    const std::pair<spdlog::logger *, const char *> loggers[] = {{&log(), kLogPattern}, {&report_logger(), kReportPattern}};
+    for (auto [l, pattern] : loggers) {
+      l->sinks().clear();
+      l->sinks().push_back(std::make_shared<WriterSink>(write));
+      l->set_pattern(pattern);
+    }
+  });
 }
 
 void print_report(const std::string &line) { report_logger().info("{}", line); }

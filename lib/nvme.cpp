@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 #include "nvme.hpp"
 
 #include <algorithm>
@@ -145,55 +146,105 @@ void encode_cqe(uint8_t *p, const Cqe &c) {
   put16(p, 14, static_cast<uint16_t>(c.status << 1));
 }
 
+// Every generic status the specification defines (NVMe 2.0 figure 100).
 static const char *generic_sc(uint8_t sc) {
   switch (sc) {
-  case 0x00: return "Successful Completion";
-  case 0x01: return "Invalid Command Opcode";
-  case 0x02: return "Invalid Field in Command";
-  case 0x03: return "Command ID Conflict";
-  case 0x04: return "Data Transfer Error";
-  case 0x06: return "Internal Error";
-  case 0x07: return "Command Abort Requested";
-  case 0x08: return "Command Aborted due to SQ Deletion";
-  case 0x0b: return "Invalid Namespace or Format";
-  case 0x0d: return "Invalid SGL Segment Descriptor";
-  case 0x0f: return "Data SGL Length Invalid";
-  case 0x11: return "SGL Descriptor Type Invalid";
-  case 0x16: return "Invalid Use of Controller Memory Buffer";
-  case 0x1c: return "Keep Alive Timer Expired";
-  case 0x22: return "Transient Transport Error";
-  case 0x80: return "LBA Out of Range";
-  case 0x81: return "Capacity Exceeded";
-  case 0x82: return "Namespace Not Ready";
+  case NVME_SC_SUCCESS: return "Successful Completion";
+  case NVME_SC_INVALID_OPCODE: return "Invalid Command Opcode";
+  case NVME_SC_INVALID_FIELD: return "Invalid Field in Command";
+  case NVME_SC_CMDID_CONFLICT: return "Command ID Conflict";
+  case NVME_SC_DATA_XFER_ERROR: return "Data Transfer Error";
+  case NVME_SC_POWER_LOSS: return "Commands Aborted due to Power Loss Notification";
+  case NVME_SC_INTERNAL: return "Internal Error";
+  case NVME_SC_ABORT_REQ: return "Command Abort Requested";
+  case NVME_SC_ABORT_QUEUE: return "Command Aborted due to SQ Deletion";
+  case NVME_SC_FUSED_FAIL: return "Command Aborted due to Failed Fused Command";
+  case NVME_SC_FUSED_MISSING: return "Command Aborted due to Missing Fused Command";
+  case NVME_SC_INVALID_NS: return "Invalid Namespace or Format";
+  case NVME_SC_CMD_SEQ_ERROR: return "Command Sequence Error";
+  case NVME_SC_SGL_INVALID_LAST: return "Invalid SGL Segment Descriptor";
+  case NVME_SC_SGL_INVALID_COUNT: return "Invalid Number of SGL Descriptors";
+  case NVME_SC_SGL_INVALID_DATA: return "Data SGL Length Invalid";
+  case NVME_SC_SGL_INVALID_METADATA: return "Metadata SGL Length Invalid";
+  case NVME_SC_SGL_INVALID_TYPE: return "SGL Descriptor Type Invalid";
+  case NVME_SC_CMB_INVALID_USE: return "Invalid Use of Controller Memory Buffer";
+  case NVME_SC_PRP_INVALID_OFFSET: return "PRP Offset Invalid";
+  case NVME_SC_AWU_EXCEEDED: return "Atomic Write Unit Exceeded";
+  case NVME_SC_OP_DENIED: return "Operation Denied";
+  case NVME_SC_SGL_INVALID_OFFSET: return "SGL Offset Invalid";
+  case NVME_SC_HOSTID_FORMAT: return "Host Identifier Inconsistent Format";
+  case NVME_SC_KAT_EXPIRED: return "Keep Alive Timer Expired";
+  case NVME_SC_KAT_INVALID: return "Keep Alive Timeout Invalid";
+  case NVME_SC_CMD_ABORTED_PREMEPT: return "Command Aborted due to Preempt and Abort";
+  case NVME_SC_SANITIZE_FAILED: return "Sanitize Failed";
+  case NVME_SC_SANITIZE_IN_PROGRESS: return "Sanitize In Progress";
+  case NVME_SC_SGL_INVALID_GRANULARITY: return "SGL Data Block Granularity Invalid";
+  case NVME_SC_CMD_IN_CMBQ_NOT_SUPP: return "Command Not Supported for Queue in CMB";
+  case NVME_SC_NS_WRITE_PROTECTED: return "Namespace is Write Protected";
+  case NVME_SC_CMD_INTERRUPTED: return "Command Interrupted";
+  case NVME_SC_TRAN_TPORT_ERROR: return "Transient Transport Error";
+  case NVME_SC_PROHIBITED_BY_CMD_AND_FEAT: return "Command Prohibited by Command and Feature Lockdown";
+  case NVME_SC_ADMIN_CMD_MEDIA_NOT_READY: return "Admin Command Media Not Ready";
+  case NVME_SC_LBA_RANGE: return "LBA Out of Range";
+  case NVME_SC_CAP_EXCEEDED: return "Capacity Exceeded";
+  case NVME_SC_NS_NOT_READY: return "Namespace Not Ready";
+  case NVME_SC_RESERVATION_CONFLICT: return "Reservation Conflict";
+  case NVME_SC_FORMAT_IN_PROGRESS: return "Format In Progress";
   }
   return "unknown generic status";
 }
 
+// The command specific statuses of the commands this project sends or serves.
 static const char *specific_sc(uint8_t sc) {
   switch (sc) {
-  case 0x01: return "Invalid Completion Queue";
-  case 0x02: return "Invalid Queue Identifier";
-  case 0x03: return "Invalid Queue Size";
-  case 0x0d: return "Feature Identifier Not Saveable";
-  case 0x0f: return "Feature Not Namespace Specific";
-  case 0x80: return "Connect Incompatible Format";
-  case 0x81: return "Connect Controller Busy";
-  case 0x82: return "Connect Invalid Parameters";
-  case 0x83: return "Connect Restart Discovery";
-  case 0x84: return "Connect Invalid Host";
+  case NVME_SC_CQ_INVALID: return "Completion Queue Invalid";
+  case NVME_SC_QID_INVALID: return "Invalid Queue Identifier";
+  case NVME_SC_QUEUE_SIZE: return "Invalid Queue Size";
+  case NVME_SC_ABORT_LIMIT: return "Abort Command Limit Exceeded";
+  case NVME_SC_ASYNC_LIMIT: return "Asynchronous Event Request Limit Exceeded";
+  case NVME_SC_INVALID_LOG_PAGE: return "Invalid Log Page";
+  case NVME_SC_FEATURE_NOT_SAVEABLE: return "Feature Identifier Not Saveable";
+  case NVME_SC_FEATURE_NOT_CHANGEABLE: return "Feature Not Changeable";
+  case NVME_SC_FEATURE_NOT_PER_NS: return "Feature Not Namespace Specific";
+  case NVME_SC_IOCS_NOT_SUPPORTED: return "I/O Command Set Not Supported";
+  case NVME_SC_IOCS_NOT_ENABLED: return "I/O Command Set Not Enabled";
+  case NVME_SC_IOCS_COMBINATION_REJECTED: return "I/O Command Set Combination Rejected";
+  case NVME_SC_INVALID_IOCS: return "Invalid I/O Command Set";
+  case NVME_SC_CONNECT_FORMAT: return "Connect Incompatible Format"; // also NVM: Conflicting Attributes
+  case NVME_SC_CONNECT_CTRL_BUSY: return "Connect Controller Busy";
+  case NVME_SC_CONNECT_INVALID_PARAM: return "Connect Invalid Parameters";
+  case NVME_SC_CONNECT_RESTART_DISC: return "Connect Restart Discovery";
+  case NVME_SC_CONNECT_INVALID_HOST: return "Connect Invalid Host";
+  case NVME_SC_DISCONNECT_INVALID_QTYPE: return "Invalid Queue Type";
+  case NVME_SC_DISCOVERY_RESTART: return "Discover Restart";
+  case NVME_SC_AUTH_REQUIRED: return "Authentication Required";
   }
   return "unknown command specific status";
 }
 
+static const char *media_sc(uint8_t sc) {
+  switch (sc) {
+  case NVME_SC_WRITE_FAULT: return "Write Fault";
+  case NVME_SC_READ_ERROR: return "Unrecovered Read Error";
+  case NVME_SC_GUARD_CHECK: return "End-to-end Guard Check Error";
+  case NVME_SC_APPTAG_CHECK: return "End-to-end Application Tag Check Error";
+  case NVME_SC_REFTAG_CHECK: return "End-to-end Reference Tag Check Error";
+  case NVME_SC_COMPARE_FAILED: return "Compare Failure";
+  case NVME_SC_ACCESS_DENIED: return "Access Denied";
+  case NVME_SC_UNWRITTEN_BLOCK: return "Deallocated or Unwritten Logical Block";
+  }
+  return "unknown media status";
+}
+
 static const char *path_sc(uint8_t sc) {
   switch (sc) {
-  case 0x00: return "Internal Path Error";
-  case 0x01: return "Asymmetric Access Persistent Loss";
-  case 0x02: return "Asymmetric Access Inaccessible";
-  case 0x03: return "Asymmetric Access Transition";
-  case 0x60: return "Controller Pathing Error";
-  case 0x70: return "Host Pathing Error";
-  case 0x71: return "Command Aborted By Host";
+  case NVME_SC_ANA_INTERNAL_PATH_ERROR: return "Internal Path Error";
+  case NVME_SC_ANA_PERSISTENT_LOSS: return "Asymmetric Access Persistent Loss";
+  case NVME_SC_ANA_INACCESSIBLE: return "Asymmetric Access Inaccessible";
+  case NVME_SC_ANA_TRANSITION: return "Asymmetric Access Transition";
+  case NVME_SC_CTRL_PATH_ERROR: return "Controller Pathing Error";
+  case NVME_SC_HOST_PATH_ERROR: return "Host Pathing Error";
+  case NVME_SC_CMD_ABORTED_BY_HOST: return "Command Aborted By Host";
   }
   return "unknown path status";
 }
@@ -204,7 +255,7 @@ std::string status_string(uint16_t status) {
   switch (sct) {
   case 0: text = generic_sc(sc); break;
   case 1: text = specific_sc(sc); break;
-  case 2: text = sc == 0x81 ? "Unrecovered Read Error" : sc == 0x80 ? "Write Fault" : "media error"; break;
+  case 2: text = media_sc(sc); break;
   case 3: text = path_sc(sc); break;
   }
   return fmt::format("{} (sct {:#x} sc {:#04x}{})", text, sct, sc, status_dnr(status) ? ", DNR" : "");
@@ -220,6 +271,7 @@ const char *opcode_name(uint8_t opcode, bool admin) {
     case kAdminGetFeatures: return "Get Features";
     case kAdminAsyncEvent: return "Async Event Request";
     case kAdminKeepAlive: return "Keep Alive";
+    case kAdminAbort: return "Abort";
     }
     return "admin command";
   }
@@ -231,6 +283,16 @@ const char *opcode_name(uint8_t opcode, bool admin) {
   case kCmdDsm: return "Dataset Management";
   }
   return "I/O command";
+}
+
+const char *fabrics_name(uint8_t fctype) {
+  switch (fctype) {
+  case kFctConnect: return "Connect";
+  case kFctPropertyGet: return "Property Get";
+  case kFctPropertySet: return "Property Set";
+  case kFctDisconnect: return "Disconnect";
+  }
+  return "Fabrics command";
 }
 
 static std::string trimmed(const uint8_t *p, size_t n) {

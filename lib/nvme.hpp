@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // NVMe command set pieces the host and target share: opcodes, the 64-byte
 // SQE and 16-byte CQE, fabrics commands, controller registers, status codes
 // and the Identify fields this project reads.
@@ -6,42 +7,66 @@
 #include <cstdint>
 #include <string>
 
+#include <nvme/types.h>
+
 namespace mpnvme::nvme {
 
+// Opcodes, feature ids, log ids, CNS values and registers: libnvme's names,
+// kept as typed constants because the wire code stores them in bytes.
 // Admin opcodes.
-constexpr uint8_t kAdminGetLogPage = 0x02;
-constexpr uint8_t kAdminIdentify = 0x06;
-constexpr uint8_t kAdminSetFeatures = 0x09;
-constexpr uint8_t kAdminGetFeatures = 0x0a;
-constexpr uint8_t kAdminAsyncEvent = 0x0c;
-constexpr uint8_t kAdminKeepAlive = 0x18;
+constexpr uint8_t kAdminGetLogPage = nvme_admin_get_log_page;
+constexpr uint8_t kAdminIdentify = nvme_admin_identify;
+constexpr uint8_t kAdminAbort = nvme_admin_abort_cmd;
+constexpr uint8_t kAdminSetFeatures = nvme_admin_set_features;
+constexpr uint8_t kAdminGetFeatures = nvme_admin_get_features;
+constexpr uint8_t kAdminAsyncEvent = nvme_admin_async_event;
+constexpr uint8_t kAdminKeepAlive = nvme_admin_keep_alive;
 // NVM opcodes.
-constexpr uint8_t kCmdFlush = 0x00;
-constexpr uint8_t kCmdWrite = 0x01;
-constexpr uint8_t kCmdRead = 0x02;
-constexpr uint8_t kCmdWriteZeroes = 0x08;
-constexpr uint8_t kCmdDsm = 0x09;
+constexpr uint8_t kCmdFlush = nvme_cmd_flush;
+constexpr uint8_t kCmdWrite = nvme_cmd_write;
+constexpr uint8_t kCmdRead = nvme_cmd_read;
+constexpr uint8_t kCmdWriteZeroes = nvme_cmd_write_zeroes;
+constexpr uint8_t kCmdDsm = nvme_cmd_dsm;
 // Fabrics.
-constexpr uint8_t kFabricsOpcode = 0x7f;
-constexpr uint8_t kFctPropertySet = 0x00;
-constexpr uint8_t kFctConnect = 0x01;
-constexpr uint8_t kFctPropertyGet = 0x04;
-constexpr uint8_t kFctDisconnect = 0x08;
+constexpr uint8_t kFabricsOpcode = nvme_admin_fabrics; // on every queue
+constexpr uint8_t kFctPropertySet = nvme_fabrics_type_property_set;
+constexpr uint8_t kFctConnect = nvme_fabrics_type_connect;
+constexpr uint8_t kFctPropertyGet = nvme_fabrics_type_property_get;
+constexpr uint8_t kFctDisconnect = nvme_fabrics_type_disconnect;
 
 // Feature ids.
-constexpr uint8_t kFeatNumQueues = 0x07;
-constexpr uint8_t kFeatKeepAlive = 0x0f;
+constexpr uint8_t kFeatArbitration = NVME_FEAT_FID_ARBITRATION;
+constexpr uint8_t kFeatPowerMgmt = NVME_FEAT_FID_POWER_MGMT;
+constexpr uint8_t kFeatTempThresh = NVME_FEAT_FID_TEMP_THRESH;
+constexpr uint8_t kFeatErrRecovery = NVME_FEAT_FID_ERR_RECOVERY;
+constexpr uint8_t kFeatVolatileWc = NVME_FEAT_FID_VOLATILE_WC;
+constexpr uint8_t kFeatNumQueues = NVME_FEAT_FID_NUM_QUEUES;
+constexpr uint8_t kFeatIrqCoalesce = NVME_FEAT_FID_IRQ_COALESCE;
+constexpr uint8_t kFeatAsyncEvent = NVME_FEAT_FID_ASYNC_EVENT;
+constexpr uint8_t kFeatKeepAlive = NVME_FEAT_FID_KATO;
+constexpr uint8_t kFeatHostId = NVME_FEAT_FID_HOST_ID;
+// Log pages.
+constexpr uint8_t kLogError = NVME_LOG_LID_ERROR;
+constexpr uint8_t kLogSmart = NVME_LOG_LID_SMART;
+constexpr uint8_t kLogFwSlot = NVME_LOG_LID_FW_SLOT;
+constexpr uint8_t kLogChangedNs = NVME_LOG_LID_CHANGED_NS;
+constexpr uint8_t kLogCmdEffects = NVME_LOG_LID_CMD_EFFECTS;
+constexpr uint8_t kLogAna = NVME_LOG_LID_ANA;
+constexpr uint8_t kLogDiscovery = NVME_LOG_LID_DISCOVER;
 // Identify CNS values.
-constexpr uint8_t kCnsNamespace = 0x00;
-constexpr uint8_t kCnsController = 0x01;
-constexpr uint8_t kCnsActiveNsList = 0x02;
-constexpr uint8_t kCnsNsDescList = 0x03;
+constexpr uint8_t kCnsNamespace = NVME_IDENTIFY_CNS_NS;
+constexpr uint8_t kCnsController = NVME_IDENTIFY_CNS_CTRL;
+constexpr uint8_t kCnsActiveNsList = NVME_IDENTIFY_CNS_NS_ACTIVE_LIST;
+constexpr uint8_t kCnsNsDescList = NVME_IDENTIFY_CNS_NS_DESC_LIST;
+constexpr uint8_t kCnsCsiNamespace = NVME_IDENTIFY_CNS_CSI_NS;
+constexpr uint8_t kCnsCsiController = NVME_IDENTIFY_CNS_CSI_CTRL;
+constexpr uint8_t kCsiNvm = NVME_CSI_NVM;
 
 // Controller registers (property offsets).
-constexpr uint32_t kRegCap = 0x00;
-constexpr uint32_t kRegVs = 0x08;
-constexpr uint32_t kRegCc = 0x14;
-constexpr uint32_t kRegCsts = 0x1c;
+constexpr uint32_t kRegCap = NVME_REG_CAP;
+constexpr uint32_t kRegVs = NVME_REG_VS;
+constexpr uint32_t kRegCc = NVME_REG_CC;
+constexpr uint32_t kRegCsts = NVME_REG_CSTS;
 
 // SGL descriptor types (byte 15 of the descriptor).
 constexpr uint8_t kSglDataBlockOffset = 0x01;    // in-capsule data
@@ -112,17 +137,31 @@ constexpr uint16_t make_status(uint8_t sct, uint8_t sc, bool dnr = false) {
 // "Generic: Invalid Field in Command (sct 0x0 sc 0x02)"-style text.
 std::string status_string(uint16_t status);
 
-// Status codes used by both sides.
-constexpr uint16_t kStatusInvalidOpcode = make_status(0, 0x01, true);
-constexpr uint16_t kStatusInvalidField = make_status(0, 0x02, true);
-constexpr uint16_t kStatusDataXferError = make_status(0, 0x04);
-constexpr uint16_t kStatusInternal = make_status(0, 0x06);
-constexpr uint16_t kStatusTransientTransport = make_status(0, 0x22);
-constexpr uint16_t kStatusLbaOutOfRange = make_status(0, 0x80, true);
-constexpr uint16_t kStatusConnectInvalidParam = make_status(1, 0x82, true);
-constexpr uint16_t kStatusConnectInvalidHost = make_status(1, 0x84, true);
+// Status codes used by host and target.
+constexpr uint16_t kStatusInvalidOpcode = make_status(NVME_SCT_GENERIC, NVME_SC_INVALID_OPCODE, true);
+constexpr uint16_t kStatusInvalidField = make_status(NVME_SCT_GENERIC, NVME_SC_INVALID_FIELD, true);
+constexpr uint16_t kStatusDataXferError = make_status(NVME_SCT_GENERIC, NVME_SC_DATA_XFER_ERROR);
+constexpr uint16_t kStatusInternal = make_status(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
+constexpr uint16_t kStatusInvalidNs = make_status(NVME_SCT_GENERIC, NVME_SC_INVALID_NS, true);
+constexpr uint16_t kStatusSeqError = make_status(NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR);
+constexpr uint16_t kStatusSglLengthInvalid = make_status(NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA, true);
+constexpr uint16_t kStatusSglTypeInvalid = make_status(NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_TYPE, true);
+constexpr uint16_t kStatusTransientTransport = make_status(NVME_SCT_GENERIC, NVME_SC_TRAN_TPORT_ERROR);
+constexpr uint16_t kStatusLbaOutOfRange = make_status(NVME_SCT_GENERIC, NVME_SC_LBA_RANGE, true);
+constexpr uint16_t kStatusCapacityExceeded = make_status(NVME_SCT_GENERIC, NVME_SC_CAP_EXCEEDED, true);
+constexpr uint16_t kStatusFeatureNotChangeable = make_status(NVME_SCT_CMD_SPECIFIC, NVME_SC_FEATURE_NOT_CHANGEABLE, true);
+constexpr uint16_t kStatusAerLimit = make_status(NVME_SCT_CMD_SPECIFIC, NVME_SC_ASYNC_LIMIT);
+constexpr uint16_t kStatusConnectFormat = make_status(NVME_SCT_CMD_SPECIFIC, NVME_SC_CONNECT_FORMAT, true);
+constexpr uint16_t kStatusConnectCtrlBusy = make_status(NVME_SCT_CMD_SPECIFIC, NVME_SC_CONNECT_CTRL_BUSY);
+constexpr uint16_t kStatusConnectInvalidParam = make_status(NVME_SCT_CMD_SPECIFIC, NVME_SC_CONNECT_INVALID_PARAM, true);
+constexpr uint16_t kStatusConnectInvalidHost = make_status(NVME_SCT_CMD_SPECIFIC, NVME_SC_CONNECT_INVALID_HOST, true);
+constexpr uint16_t kStatusWriteFault = make_status(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT);
+constexpr uint16_t kStatusAnaPersistentLoss = make_status(NVME_SCT_PATH, NVME_SC_ANA_PERSISTENT_LOSS);
+constexpr uint16_t kStatusAnaInaccessible = make_status(NVME_SCT_PATH, NVME_SC_ANA_INACCESSIBLE);
+constexpr uint16_t kStatusAnaTransition = make_status(NVME_SCT_PATH, NVME_SC_ANA_TRANSITION);
 
 const char *opcode_name(uint8_t opcode, bool admin);
+const char *fabrics_name(uint8_t fctype);
 
 // Controller registers.
 struct Cap {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // The `traddr` path list shared by the engine, mpnvme-target and the toolkit:
 // comma-separated entries, each ADDR, ADDR:PORT, or [IPV6]:PORT. An entry
 // without a port uses the shared `trsvcid`.

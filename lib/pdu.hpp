@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // NVMe/TCP PDU layouts (NVMe/TCP transport spec 1.0, as the Linux host and
 // target implement it): constants, encoders and the validation both peers
 // apply to every received header before trusting any length in it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 #include "priority_pairs.hpp"
 
 #include <climits>

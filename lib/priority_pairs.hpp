@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // "Priority pairs": per-queue socket priority and TOS. The kernel offers one
 // global so_priority per side; mpnvme accepts a bare number (every queue) or
 // a comma-separated list of SELECTOR:VALUE pairs where SELECTOR is `admin`,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // Where the receive side of an NVMe/TCP connection stands: the staging
 // buffer of bytes read ahead, the PDU header being handled, and the data
 // transfer in progress. Host queue and target connection each drive their

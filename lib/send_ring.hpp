@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // Outgoing NVMe/TCP PDUs of one connection, host or controller side: a
 // fixed ring of descriptors (header bytes inline, payload by pointer, data
 // digest inline), handed to the socket as one iovec array per sendmsg and

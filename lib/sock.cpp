@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 #include "sock.hpp"
 
 #include <arpa/inet.h>
@@ -61,21 +62,21 @@ static AddrInfo resolve(const PathAddr &at, bool passive) {
   return AddrInfo(res, freeaddrinfo);
 }
 
-// A non-blocking MPTCP or TCP stream socket; a kernel without MPTCP gets
-// `mptcp_hint` in the error.
-static Fd open_stream(const PathAddr &at, int family, Transport transport, const char *mptcp_hint) {
+// A non-blocking MPTCP or TCP stream socket. A kernel without MPTCP throws
+// MptcpUnavailable, to which the caller adds how its user asks for TCP.
+static Fd open_stream(const PathAddr &at, int family, Transport transport) {
   Fd fd(
       ::socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, transport == Transport::Mptcp ? IPPROTO_MPTCP : IPPROTO_TCP));
   if (fd) return fd;
   if (transport == Transport::Mptcp && (errno == EPROTONOSUPPORT || errno == EINVAL || errno == ENOPROTOOPT))
-    throw sys_error(at, mptcp_hint, errno);
+    throw MptcpUnavailable(
+        fmt::format("{}: MPTCP socket: {} (a kernel without MPTCP, or net.mptcp.enabled=0)", at.display(), strerror(errno)));
   throw sys_error(at, "socket", errno);
 }
 
 Fd connect_stream(const PathAddr &to, const SocketSettings &s) {
   const AddrInfo res = resolve(to, false);
-  Fd fd = open_stream(to, res->ai_family, s.transport,
-                      "MPTCP socket (kernel without MPTCP or net.mptcp.enabled=0; use transport=tcp)");
+  Fd fd = open_stream(to, res->ai_family, s.transport);
   apply_priority(fd.get(), res->ai_family == AF_INET6, s.priority, s.tos, to.display());
   set_nodelay(fd.get(), to.display());
 
@@ -135,7 +136,7 @@ void apply_priority(int fd, bool ipv6, std::optional<unsigned> priority, std::op
 
 Fd listen_stream(const PathAddr &at, Transport transport, int backlog) {
   const AddrInfo res = resolve(at, true);
-  Fd fd = open_stream(at, res->ai_family, transport, "MPTCP socket (use --transport tcp without MPTCP)");
+  Fd fd = open_stream(at, res->ai_family, transport);
   set_int(fd.get(), SOL_SOCKET, SO_REUSEADDR, 1, at, "SO_REUSEADDR");
   if (res->ai_family == AF_INET6) set_int(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, 1, at, "IPV6_V6ONLY");
   if (::bind(fd.get(), res->ai_addr, res->ai_addrlen) < 0) throw sys_error(at, "bind", errno);

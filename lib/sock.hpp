@@ -1,9 +1,11 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // MPTCP/TCP stream sockets for NVMe/TCP queues: creation with per-queue
 // priority and TOS, source binding, connect with a deadline, and the MPTCP
 // state (fallback or not, subflows) read back with MPTCP_INFO.
 #pragma once
 #include <chrono>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "paths.hpp"
@@ -48,6 +50,11 @@ private:
 // Connects a non-blocking stream socket to `to`. Throws std::runtime_error
 // with the address and the failing step (socket option, bind, connect).
 Fd connect_stream(const PathAddr &to, const SocketSettings &s);
+
+// This kernel cannot open MPTCP sockets (connect_stream, listen_stream).
+struct MptcpUnavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // Listening socket for a target port: MPTCP (plain TCP clients fall back
 // transparently) or TCP, SO_REUSEADDR, non-blocking. Throws

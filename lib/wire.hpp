@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // Little-endian field access for NVMe/TCP PDUs and NVMe structures.
 // The wire format is little endian; going through memcpy keeps unaligned
 // access well defined and compiles to plain loads/stores on x86.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # make demo: start mpnvme-target with a RAM namespace, run jobs/demo.fio
 # through the engine over MPTCP and print the result. As root the target sits
 # in an mpnvme-lab topology with two 1 Gbit paths (so MPTCP can use both);

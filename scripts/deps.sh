@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # Install every build/test dependency from Debian packages and obtain the fio
 # source matching the installed fio binary (Debian ships no fio headers).
 # Idempotent: quiet and fast when everything is already present.
@@ -17,6 +18,11 @@ packages=(
   python3 jq man-db nvme-cli
 )
 
+# Another apt (unattended-upgrades on a fresh machine) may hold the dpkg
+# lock: wait for it up to 10 minutes instead of failing at once (apt says
+# "Waiting for cache lock ... held by process N" on stderr meanwhile).
+apt_get() { apt-get -o DPkg::Lock::Timeout=600 "$@"; }
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -28,8 +34,8 @@ if ((${#missing[@]})); then
   fi
   echo "deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt_get update -qq
+  apt_get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 # fio source: the headers must come from exactly the fio version installed.
@@ -53,7 +59,7 @@ ensure_deb_src() {
     grep -hE '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' \
       > /etc/apt/sources.list.d/mpnvme-deb-src.list
   fi
-  apt-get update -qq
+  apt_get update -qq
 }
 
 if [[ ! -f "$src/config-host.h" ]]; then
@@ -63,8 +69,8 @@ if [[ ! -f "$src/config-host.h" ]]; then
   fi
   ensure_deb_src
   echo "deps: fetching fio $fio_version source"
-  (cd "$depdir" && rm -rf "fio-$upstream" && apt-get source -qq "fio=$fio_version" >/dev/null 2>&1 ||
-     apt-get source -qq fio >/dev/null)
+  (cd "$depdir" && rm -rf "fio-$upstream" && apt_get source -qq "fio=$fio_version" >/dev/null 2>&1 ||
+     apt_get source -qq fio >/dev/null)
   [[ -d "$src" ]] || { echo "deps: apt-get source fio did not produce $src" >&2; exit 1; }
   (cd "$src" && ./configure --disable-native --prefix=/usr >"$depdir/fio-configure.log" 2>&1) ||
     { echo "deps: fio configure failed, see $depdir/fio-configure.log" >&2; exit 1; }

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # make install PREFIX=/usr DESTDIR=tmp from an existing build: check the
 # layout and that fio lists the installed engine's options.
 set -euo pipefail
@@ -26,4 +27,27 @@ grep -q "PRIORITY PAIRS" <<<"$page" || { echo "FAIL: man page does not render"; 
 "$dest/usr/bin/mpnvme-lab" --help | grep -q -- 'link PATH down|up' || { echo "FAIL: mpnvme-lab --help"; exit 1; }
 "$dest/usr/bin/mpnvme-nvmet" --help | grep -q 'apply' || { echo "FAIL: mpnvme-nvmet --help"; exit 1; }
 "$dest/usr/bin/mpnvme-iopolicy" --help | grep -q 'set' || { echo "FAIL: mpnvme-iopolicy --help"; exit 1; }
+# EXIT STATUS as the man pages say: 2 for command line errors.
+for cmd in "mpnvme-target --no-such-option" "mpnvme-target --listen" "mpnvme-nvmet" "mpnvme-nvmet apply" \
+  "mpnvme-iopolicy --no-such-option" "mpnvme-lab"; do
+  rc=0
+  "$dest/usr/bin/${cmd%% *}" ${cmd#* } >/dev/null 2>&1 || rc=$?
+  [[ $cmd == *" "* ]] || { rc=0; "$dest/usr/bin/$cmd" >/dev/null 2>&1 || rc=$?; }
+  ((rc == 2)) || { echo "FAIL: $cmd exited $rc, not 2"; exit 1; }
+done
+# One version everywhere: CMake's PROJECT_VERSION (the build's cache),
+# --version of every program, the installed man pages, debian/changelog.
+version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
+[[ -n $version ]] || { echo "FAIL: no CMAKE_PROJECT_VERSION in $build/CMakeCache.txt"; exit 1; }
+[[ $("$src/toolkit/lab/mpnvme-lab" --version) == "mpnvme-lab $version" ]] ||
+  { echo "FAIL: mpnvme-lab --version from the checkout: $("$src/toolkit/lab/mpnvme-lab" --version)"; exit 1; }
+for p in mpnvme-target mpnvme-nvmet mpnvme-iopolicy mpnvme-lab; do
+  [[ $("$dest/usr/bin/$p" --version) == "$p $version" ]] || { echo "FAIL: $p --version: $("$dest/usr/bin/$p" --version)"; exit 1; }
+done
+for page in "$dest"/usr/share/man/man*/*; do
+  th=$(grep -m1 '^\.TH' "$page")
+  grep -qF "\"mpnvme $version\"" <<<"$th" || { echo "FAIL: $page: $th"; exit 1; }
+done
+deb=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Version)
+[[ ${deb%-*} == "$version" ]] || { echo "FAIL: debian/changelog has $deb, the project $version"; exit 1; }
 echo PASS

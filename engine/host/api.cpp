@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // C entry points for fio_glue.c. Exceptions end here: each is logged once
 // with its message (which names the option or the failing step).
 #include <exception>
@@ -60,5 +61,6 @@ void mpnvme_close(mpnvme_session *s) {
 }
 
 void mpnvme_log_error(const char *msg) { log().error("{}", msg); }
+void mpnvme_set_log_writer(void (*write)(const char *)) { mpnvme::set_log_writer(write); }
 
 } // extern "C"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // A host queue bound to its connected socket. The event loops use the
 // non-blocking pumps (send, receive); connection setup and admin commands
 // use the blocking helpers, which wait on this one socket with a deadline.

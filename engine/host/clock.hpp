@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // The host's clock, and the poll/epoll timeout until a point in time.
 #pragma once
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // Controller: connecting the association (admin queue, enable, identify,
 // number of queues, asynchronous events, ANA) and the jobs' I/O queues, as
 // the Linux host does it. The admin thread is in controller_thread.cpp.
@@ -119,7 +120,13 @@ std::unique_ptr<Channel> Controller::open_channel(uint16_t qid, uint16_t slots) 
   SocketSettings s = cfg_.socket;
   s.priority = cfg_.sk_priority.for_queue(qid);
   s.tos = cfg_.tos.for_queue(qid);
-  Fd fd = connect_stream(cfg_.path, s);
+  Fd fd = [&] {
+    try {
+      return connect_stream(cfg_.path, s);
+    } catch (const MptcpUnavailable &e) {
+      throw std::runtime_error(fmt::format("{}; use transport=tcp", e.what()));
+    }
+  }();
   QueueParams p;
   p.qid = qid;
   p.slots = slots;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // One NVMe-oF controller association over one path, shared by the jobs of a
 // fio process that name the same subsystem and path (as the kernel host
 // and SPDK's plugin share one controller): one admin queue, one keep-alive.

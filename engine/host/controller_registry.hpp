@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // The controllers of this fio process. Jobs of one process (fio thread
 // mode) whose configurations name the same path, subsystem and settings
 // share one controller; in process mode each process has its own, so each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // Controller: the admin thread. While live it keeps Keep Alive, one
 // Asynchronous Event Request and ANA log reads going on the admin queue and
 // runs the jobs' requests (identify, attach); on a failure it resets the

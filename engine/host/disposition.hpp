@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // What happens to a command that came back: the Linux host's
 // nvme_decide_disposition for multipath requests. The raw status and the
 // transport-abort flag come in; errno is made later, at the fio boundary.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // The errno fio reports for a command that ended for good: the fio
 // boundary's job, after the multipath layer decided that a completion is
 // final (not retried, not failed over).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // What the host reads from a controller: Identify Controller and Namespace,
 // the Namespace Identification Descriptor list (CNS 03h) and the ANA log
 // page, parsed through libnvme's structure definitions (one definition for

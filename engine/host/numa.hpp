@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // NUMA distances for the numa I/O policy: from the node the job runs on to
 // the node of the network interface a path leaves through (sysfs). Unknown
 // (virtual interfaces, one-node machines) counts as local, so the policy

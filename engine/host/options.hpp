@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // Engine options checked and converted from what fio stored. Every refusal
 // names the option and the accepted forms.
 #pragma once

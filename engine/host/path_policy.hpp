@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // The I/O policy: which path the next command takes. Pure logic over a
 // snapshot of the paths, with the Linux host's semantics for numa,
 // round-robin and queue-depth (drivers/nvme/host/multipath.c), and

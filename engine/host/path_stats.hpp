@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // What one job saw on one path: commands, bytes, queue depth, failovers,
 // reconnects, time down and completion latency percentiles. Fixed size, no
 // allocation per I/O: latencies go into a log-linear histogram.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // One NVMe/TCP queue as the host sees it: a fixed set of command slots, the
 // PDUs waiting to be sent, and the receive state machine that places
 // C2HData straight into the caller's buffers and answers R2Ts with H2CData

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // Session: connecting a job's paths, checking that they reach one namespace,
 // and what the job reports about them at the end.
 #include "session.hpp"
@@ -210,7 +211,8 @@ void Session::open() {
   dsm_.resize(requests_.size());
   ready_.reserve(requests_.size() * 2);
   if (paths_.size() > 1)
-    log().info("job {}: {} paths, iopolicy {}: {}", job_.name, paths_.size(), iopolicy_name(o_.iopolicy), path_states());
+    log().info("job {}: mpnvme {}, {} paths, iopolicy {}: {}", job_.name, MPNVME_VERSION, paths_.size(),
+               iopolicy_name(o_.iopolicy), path_states());
   opened_ = true;
 }
 

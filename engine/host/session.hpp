@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // The host side of one fio job: one I/O queue on each path's controller,
 // the I/O policy that picks a path per command, and the multipath rules
 // that decide what a completion means (complete, retry, fail over) before

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // Session: the data path. fio I/O units become NVMe commands on the path
 // the I/O policy picks; completions are decided (complete, retry, fail
 // over) as the Linux host does; paths that fail or come back are noticed

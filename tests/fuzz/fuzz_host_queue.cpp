@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // libFuzzer target: bytes from a hostile controller into the engine's host
 // queue (the same socket-free Queue the fio engine drives). The harness
 // accepts the connection (ICResp with the digests of input byte 0, bits 0

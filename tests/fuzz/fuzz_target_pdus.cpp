@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // libFuzzer target: bytes from a hostile host into one mpnvme-target
 // connection. The first input byte picks the starting point: bit 0 clear, a
 // raw socket; bit 0 set, an I/O queue already connected to a live controller

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # Build a libFuzzer target with clang (ASan + UBSan) and run it for a
 # bounded time from its seed corpus: make check's fuzz steps.
 #   run.sh SOURCE_DIR BUILD_DIR SECONDS TARGET SEEDS_SCRIPT

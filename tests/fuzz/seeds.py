@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
 """Seed corpus for fuzz_target_pdus: valid NVMe/TCP sessions for the fuzzer
 to mutate (capsules with and without in-capsule data, R2T-driven writes
 answered with H2CData, reads, trims, flushes, admin commands; with and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
 """Seed corpus for fuzz_host_queue: what a well-behaved controller sends to
 the harness's five commands (cids 0x1000..0x1004 in submission order):
 C2HData with and without the SUCCESS flag, responses, an R2T for the 64 KiB

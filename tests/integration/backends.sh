@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # mpnvme-target's namespace backends through the engine (file with O_DIRECT
 # on io_uring, null, RAM with 4 KiB blocks), a target serving a job file that
 # fio then runs unchanged, and the target's refusals of bad options.
@@ -15,19 +16,19 @@ run_fio file_fsync_trim --traddr=10.1.1.1 --nsid=1 --rw=randwrite --bs=64k --iod
 run_fio file_trim --traddr=10.1.1.1 --nsid=1 --rw=trimwrite --bs=64k --iodepth=8 --size=16m || fail "file namespace: trim"
 run_fio file_zeroes --traddr=10.1.1.1 --nsid=1 --rw=trim --trim_mode=write_zeroes --bs=64k --iodepth=8 --size=16m ||
   fail "file namespace: write zeroes"
-[[ $(stat -c %b "$work/ns.img") -gt 0 ]] && pass "file namespace verified, flushed, trimmed ($(du -h "$work/ns.img" | cut -f1) allocated)"
+[[ $(stat -c %b "$work/ns.img") -gt 0 ]] && pass "file namespace verified, flushed, trimmed ($(du -h "$work/ns.img" | cut -f1) allocated)" ||
+  fail "file namespace: nothing was written to $work/ns.img"
 run_fio null --traddr=10.1.1.1 --nsid=2 --rw=randrw --bs=4k --iodepth=32 --size=512m --number_ios=20000 || fail "null namespace"
 run_fio ram4k --traddr=10.1.2.1 --nsid=3 --rw=randrw --bs=4k --iodepth=16 --size=64m "${verify[@]}" || fail "ram 4k namespace"
 run_fio ram4k_small_bs --traddr=10.1.1.1 --nsid=3 --rw=read --bs=512 --size=1m && fail "512-byte I/O on a 4 KiB namespace accepted"
-grep -q "not a multiple of the namespace LBA size 4096" "$work/ram4k_small_bs.log" && pass "512-byte blocks refused on a 4 KiB namespace"
+grep -q "not a multiple of the namespace LBA size 4096" "$work/ram4k_small_bs.log" && pass "512-byte blocks refused on a 4 KiB namespace" ||
+  fail "512-byte blocks on a 4 KiB namespace: the refusal does not name the LBA size"
 stop_target || fail "target exit status"
 
 # The same job file on both sides.
 export MPNVME_ENGINE=$ENGINE
-"$LAB" -n "$lab" exec target "$TARGET" --job "$root/tests/integration/jobs/served.fio" --log-level warn >"$work/served-target.log" 2>&1 &
-target_pid=$!
-for _ in $(seq 50); do grep -q ready "$work/served-target.log" && break; sleep 0.1; done
-grep -E 'listening|nsid' "$work/served-target.log"
+start_target --job "$root/tests/integration/jobs/served.fio" --log-level warn
+grep -E 'listening|nsid' "$work/target.log"
 in_host env MPNVME_ENGINE="$ENGINE" LD_PRELOAD="${MPNVME_PRELOAD:-}" ASAN_OPTIONS="$ASAN_OPTIONS" \
   fio --output-format=json --output="$work/served.json" "$root/tests/integration/jobs/served.fio" 2>"$work/served.log" ||
   fail "served.fio through the engine"
@@ -53,9 +54,7 @@ else
 fi
 
 # IPv6: a port on [::1], the engine in the same namespace.
-"$LAB" -n "$lab" exec target "$TARGET" --listen "[::1]:4430" --subnqn "$NQN" --ns ram:64m --log-level warn >"$work/v6-target.log" 2>&1 &
-target_pid=$!
-for _ in $(seq 50); do grep -q ready "$work/v6-target.log" && break; sleep 0.1; done
+start_target --listen "[::1]:4430" --subnqn "$NQN" --ns ram:64m --log-level warn
 in_target env LD_PRELOAD="${MPNVME_PRELOAD:-}" ASAN_OPTIONS="$ASAN_OPTIONS" fio --name=v6 --ioengine=external:"$ENGINE" \
   --traddr="[::1]:4430" --subnqn="$NQN" --rw=randrw --bs=8k --iodepth=8 --size=32m --verify=crc32c --verify_fatal=1 \
   --output-format=json --output="$work/v6.json" 2>"$work/v6.log" && pass "IPv6 port [::1]:4430 verified" || fail "IPv6 run"

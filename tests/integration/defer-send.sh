@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # defer_send: with fio's defaults (one command per commit, one event per
 # getevents) the engine holds committed commands until fio has taken the
 # completions already received, then sends them in one write. Checked

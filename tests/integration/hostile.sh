@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # Hostile hosts against a running mpnvme-target while a good host (fio with
 # verify) keeps working: the target ends each bad connection, never crashes,
 # and the good client's data verifies.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
 """Hostile NVMe/TCP hosts against a running mpnvme-target: truncated and
 malformed headers, bad lengths, digest errors, R2T misuse, garbage, abrupt
 disconnects and a connection flood. Each bad connection must be ended by

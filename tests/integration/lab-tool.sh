@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # mpnvme-lab on its own: topology, options, status, fault injection,
 # refusals, and that down leaves nothing behind.
 source "$(dirname "$0")/lib.sh"
@@ -50,7 +51,7 @@ else
   refuse "--delay needs the netem qdisc" up --paths 1 --delay 5
   grep -q "^$lab-" <<<"$(ip netns list)" && fail "failed up left namespaces behind" || pass "failed up left nothing"
 fi
-"$LAB" -n "$lab" down >/dev/null && "$LAB" -n "$lab" down >/dev/null && pass "down twice is fine"
+"$LAB" -n "$lab" down >/dev/null && "$LAB" -n "$lab" down >/dev/null && pass "down twice is fine" || fail "down twice failed"
 grep -q "^$lab-" <<<"$(ip netns list)" && fail "namespaces left" || pass "no namespace left"
 [[ $(ip -o link | wc -l) == "$links_before" ]] && pass "no interface left in the root namespace" || fail "interfaces left"
 finish

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # Shared by the integration tests: a private lab, the target in it, fio in
 # the host namespace, and checks. Everything is removed on exit.
 set -uo pipefail

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # Engine <-> mpnvme-target over MPTCP on 1 and 4 paths: data verifies, the
 # connection really uses every path (per-path byte counters roughly
 # balanced), and plain TCP stays on one path.

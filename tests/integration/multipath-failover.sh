@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # Engine multipath when paths fail, against mpnvme-target: an ANA change to
 # inaccessible and back, a blackholed path, a target killed and restarted
 # within ctrl_loss_tmo, a target gone for longer than ctrl_loss_tmo, a path

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # Engine multipath over plain TCP against mpnvme-target with one port per
 # path: each I/O policy's split of the bytes, measured twice, by the
 # engine's own per-path statistics (path_stats=) and independently by the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # Small PDUs are not held back by Nagle. Linux's Nagle (Minshall's variant)
 # holds a small segment while an earlier small one is unacknowledged, and
 # the host only ACKs at once when it has a command to send. A host that

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # Completion modes, functionally: every engine mode (poll=block, hybrid,
 # busy) against mpnvme-target with and without --poll, each a verifying
 # random read/write job with R2T writes, over MPTCP and TCP. No timing is

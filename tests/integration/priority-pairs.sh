@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # Priority pairs on the wire: nftables counters in the sending namespace see
 # skb->priority and DSCP per path. Per-queue values (admin vs I/O), MPTCP
 # subflows that joined later, the TOS/priority collision warning, and the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # One fio run of the engine against the Linux kernel target in the qemu lab.
 #   engine-case.sh STATEDIR EXPECT NAME [fio options...]
 #   engine-case.sh STATEDIR EXPECT NAME JOBFILE.fio [VAR=VALUE...]

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # Guest side of the engine tests: one subsystem, two namespaces, one port.
 #   nsid 1: brd RAM disk, 512-byte LBAs, supports discard
 #   nsid 2: file on tmpfs, 4096-byte LBAs

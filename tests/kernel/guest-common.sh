@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # Sourced by the kernel-lab scripts: free ports and the guest's console.
 # `state` is the lab's state directory; `fail` is the sourcing script's.
 

@@ -1,4 +1,5 @@
 #!/bin/busybox sh
+# SPDX-License-Identifier: GPL-2.0-only
 # /init of the lab guest: mount, load modules, bring up the network, run
 # /setup.sh (the test's guest-side configuration), then idle.
 /bin/busybox --install -s /bin

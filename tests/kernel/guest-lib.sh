@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # Helpers for the guest's /setup.sh (busybox sh).
 
 # nvmet_subsystem NQN: create a subsystem that allows any host.

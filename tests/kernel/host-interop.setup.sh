@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # Guest side of the kernel-host interop test: the Linux nvme-tcp host
 # connects to mpnvme-target on the machine (10.0.2.2) over two ports (two
 # paths, one subsystem), writes and reads back data, keeps reading while the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # The Linux kernel NVMe/TCP host (qemu lab) against mpnvme-target on this
 # machine: two ports -> one nvme-subsystem with two controllers, a verified
 # write/read, a path cut with I/O failing over, an orderly disconnect.
@@ -29,7 +30,8 @@ PY
 "$build/toolkit/target/mpnvme-target" --listen "127.0.0.1:$p1,127.0.0.1:$p2" --subnqn "$nqn" --ns ram:64m \
   --control "$state/control" --log-level info >"$state/target.log" 2>&1 &
 tpid=$!
-for _ in $(seq 50); do grep -q ready "$state/target.log" && break; sleep 0.1; done
+for _ in $(seq 50); do grep -q ready "$state/target.log" && break; kill -0 "$tpid" 2>/dev/null || break; sleep 0.1; done
+grep -q 'mpnvme-target: ready' "$state/target.log" || fail "mpnvme-target did not start"
 MPNVME_LAB_BINARIES="$(command -v nvme)" MPNVME_LAB_APPEND="mp.p1=$p1 mp.p2=$p2 mp.nqn=$nqn" "$here/lab.sh" start "$state" "$here/host-interop.setup.sh" || fail "guest did not boot"
 
 wait_for 'HOSTTEST (connected|connect-failed)' 120

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # Guest side: native NVMe multipath is off (nvme_core.multipath=N on the
 # kernel command line): mpnvme-iopolicy must show the topology and refuse
 # to set a policy, saying why.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # mpnvme-iopolicy on a kernel booted with native NVMe multipath off.
 #   iopolicy-nomp.sh BUILD_DIR
 set -uo pipefail

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # The qemu lab: a real Debian kernel (nvmet-tcp target, nvme-tcp host, netem)
 # booted under TCG with a busybox initramfs, for tests that need the Linux
 # kernel as the reference peer. See docs/design.md, "Kernel lab".

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # Guest side of the engine multipath tests: one subsystem with a brd RAM
 # disk, served on two nvmet ports (4420 and 4421), as two paths.
 nqn=nqn.2026-11.io.mpnvme:kernel-multipath

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # Engine multipath against the Linux kernel target (nvmet-tcp, qemu lab)
 # with two ports: a round-robin verify run over both, then the same with
 # port 2 blackholed for 5 s mid-run by an nftables drop rule on this side:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 # Guest side of the kernel toolkit test: mpnvme-nvmet and mpnvme-iopolicy
 # against the guest's real nvmet, nvme-tcp, configfs and sysfs. Markers:
 # "TK ok: ...", "TK FAIL: ...", "TK done". mp.go=PORT: the machine's

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
 # mpnvme-nvmet and mpnvme-iopolicy on a real kernel (qemu lab): apply a
 # two-path job on the guest's nvmet, run the engine from this machine against
 # it with the same job file, connect the guest's kernel host, every iopolicy

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-2.0-only
 """NVMe/TCP PDU builders for test scripts (fuzz seeds, hostile clients).
 Host side: capsules with or without in-capsule data, H2CData, ICReq, the
 fabrics Connect, with optional (and optionally corrupted) digests.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // CMocka from C++: cmocka.h needs these C headers first, and its fail()
 // macro must come after every standard header that declares ios::fail().
 #pragma once

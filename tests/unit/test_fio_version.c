@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * Load the engine the way fio does (dlopen, then the "ioengine" symbol) from
  * a program that claims to be fio version FAKE_FIO_VERSION, and check the

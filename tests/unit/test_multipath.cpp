@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // The multipath rules as pure functions: path choice of each I/O policy
 // for given path states and depths (the Linux host's semantics), the
 // completion disposition, identifier and ANA log parsing, and the latency

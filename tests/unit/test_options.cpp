@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // Option parsing: traddr path lists, priority pairs and every engine option,
 // including each rejected form and the option name in the message.
 #include <cstring>

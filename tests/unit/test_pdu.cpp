@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // PDU encode/decode round trips and every header validation rule.
 #include <cstring>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // The host queue's data path and its defences: over a socketpair through
 // its Channel, by a scripted controller that sends well-formed and hostile
 // PDUs; and socket-free, fed one byte at a time.

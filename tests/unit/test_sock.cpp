@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // The socket layer on loopback: MPTCP really in effect against an MPTCP
 // listener, fallback reported against a TCP listener, priority and TOS set
 // per socket, and failures that name the address and the step.

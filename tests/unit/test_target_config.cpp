@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // mpnvme-target configuration: namespace specs, nvmetcli-style JSON, fio job
 // files, and every refusal with the offending field in the message.
 #include <cstdio>
@@ -196,8 +197,14 @@ transport=tcp
   const std::string env = write_temp("[x]\ntraddr=${MPNVME_NOT_SET_ANYWHERE}\n", ".fio");
   expect_refused<std::runtime_error>([&] { read_jobfile(env); }, ":2: environment variable MPNVME_NOT_SET_ANYWHERE is not set");
   unlink(env.c_str());
-  const std::string nosize = write_temp("[x]\ntraddr=1.2.3.4\nsubnqn=n\n", ".fio");
-  expect_refused<std::runtime_error>([&] { config_from_jobfile(nosize); }, "size= is needed");
+  // Without size= the namespace decides the job's size: 1 GiB, or more
+  // when another job of the file reaches beyond it.
+  const std::string nosize = write_temp("[x]\ntraddr=1.2.3.4\nsubnqn=n\n[y]\ntraddr=1.2.3.4\nsubnqn=n\nnsid=2\n"
+                                        "offset=1g\nsize=2g\n[z]\ntraddr=1.2.3.4\nsubnqn=n\nnsid=2\n",
+                                        ".fio");
+  const TargetConfig ns = config_from_jobfile(nosize);
+  assert_int_equal(ns.subsystems[0].namespaces[0].size, kJobNamespaceBytes);
+  assert_int_equal(ns.subsystems[0].namespaces[1].size, 3ull << 30);
   unlink(nosize.c_str());
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // Setting the native NVMe multipath I/O policy, per subsystem or as the
 // nvme_core default, with the value read back and every kernel refusal
 // explained.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // The host's NVMe topology as libnvme scans it from sysfs: subsystems, their
 // controllers (paths) and per-path I/O counters. Shared by mpnvme-iopolicy
 // and mpnvme-nvmet.

@@ -1,8 +1,10 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // mpnvme-iopolicy: show and set the native NVMe multipath I/O policy.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "cli.hpp"
 #include "iopolicy.hpp"
 
 using namespace mpnvme::toolkit;
@@ -48,7 +50,7 @@ void show(const std::vector<SubsystemInfo> &subs, bool json) {
 
 int main(int argc, char **argv) {
   CLI::App app{"mpnvme-iopolicy: show or set the native NVMe multipath I/O policy (numa, round-robin, queue-depth)"};
-  app.set_version_flag("--version", "mpnvme-iopolicy 0.1.0");
+  app.set_version_flag("--version", "mpnvme-iopolicy " MPNVME_VERSION);
   app.require_subcommand(0, 1);
   bool json = false;
   app.add_flag("--json", json, "machine-readable output for show");
@@ -65,7 +67,7 @@ int main(int argc, char **argv) {
   o_nqn->excludes(o_sub)->excludes(o_all)->excludes(o_def);
   o_sub->excludes(o_all)->excludes(o_def);
   o_all->excludes(o_def);
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = mpnvme::parse_command_line(app, argc, argv); rc >= 0) return rc;
 
   if (set_cmd->parsed()) { // the command line first, then the kernel
     if (std::find(kIoPolicies.begin(), kIoPolicies.end(), policy) == kIoPolicies.end())

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // Kernel nvmet through configfs (/sys/kernel/config/nvmet): the few
 // operations the tool needs, each failing with the path, the errno and what
 // it means for nvmet, and a journal that undoes what one run created.

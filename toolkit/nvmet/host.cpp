@@ -1,5 +1,7 @@
+// SPDX-License-Identifier: GPL-2.0-only
 #include "host.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -98,6 +100,39 @@ std::vector<std::string> disconnect_recorded() {
   }
   std::error_code ec;
   std::filesystem::remove(state_file, ec);
+  return removed;
+}
+
+// "traddr=10.1.1.1,trsvcid=4420,src_addr=10.1.1.2" (sysfs `address`) -> the
+// value of `key`.
+static std::string address_field(const std::string &address, const std::string &key) {
+  size_t at = 0;
+  while (at < address.size()) {
+    const size_t end = std::min(address.find(',', at), address.size());
+    const std::string kv = address.substr(at, end - at);
+    if (kv.rfind(key + "=", 0) == 0) return kv.substr(key.size() + 1);
+    at = end + 1;
+  }
+  return {};
+}
+
+std::vector<std::string> disconnect_paths(const std::string &subnqn, const std::vector<PathAddr> &paths) {
+  if (geteuid() != 0) throw std::runtime_error("disconnecting the kernel host needs root");
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto &e : std::filesystem::directory_iterator("/sys/class/nvme", ec)) {
+    const std::string dir = e.path().string(), name = e.path().filename().string();
+    if (read_first_line(dir + "/subsysnqn") != subnqn) continue;
+    const std::string tr = read_first_line(dir + "/transport");
+    if (tr != "tcp" && tr != "mptcp") continue;
+    const std::string address = read_first_line(dir + "/address");
+    const std::string traddr = address_field(address, "traddr"), trsvcid = address_field(address, "trsvcid");
+    const bool ours =
+        std::any_of(paths.begin(), paths.end(), [&](const PathAddr &p) { return p.addr == traddr && p.service == trsvcid; });
+    if (!ours) continue;
+    delete_controller(name);
+    removed.push_back(name);
+  }
   return removed;
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // The kernel NVMe/TCP host side of mpnvme-nvmet: connect every path of a
 // job through libnvme (nvmf_add_ctrl), remember exactly what was connected,
 // and disconnect those controllers again.
@@ -31,5 +32,9 @@ extern std::string state_file; // /run/mpnvme-nvmet/connected
 ConnectResult connect_job(const ConnectRequest &r);
 // Disconnects what connect_job recorded; returns the controllers removed.
 std::vector<std::string> disconnect_recorded();
+// Disconnects every kernel controller of `subnqn` on one of `paths`
+// (record or not: after a reboot, or when another tool connected them);
+// returns the controllers removed.
+std::vector<std::string> disconnect_paths(const std::string &subnqn, const std::vector<PathAddr> &paths);
 
 } // namespace mpnvme::toolkit

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // mpnvme-nvmet: the Linux kernel's NVMe target and host for the engine's
 // job files: create exactly what a job expects on nvmet (configfs), save and
 // restore nvmetcli JSON, connect the kernel host to a job's paths.
@@ -7,6 +8,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "cli.hpp"
 #include "configfs.hpp"
 #include "host.hpp"
 #include "iopolicy.hpp"
@@ -48,7 +50,7 @@ std::string kernel_transport(const std::string &job_value, const std::string &ov
 
 int main(int argc, char **argv) {
   CLI::App app{"mpnvme-nvmet: kernel NVMe target (nvmet) and host for mpnvme job files"};
-  app.set_version_flag("--version", "mpnvme-nvmet 0.1.0");
+  app.set_version_flag("--version", "mpnvme-nvmet " MPNVME_VERSION);
   app.require_subcommand(1);
   std::string job, trtype, ram_dir = "/dev/shm/mpnvme-nvmet", file, host_traddr, host_iface;
   std::vector<std::string> devices, hosts, ana;
@@ -79,8 +81,11 @@ int main(int argc, char **argv) {
   connect_cmd->add_option("--host-iface", host_iface, "local interface to connect through");
   connect_cmd->add_option("--ctrl-loss-tmo", ctrl_loss_tmo, "seconds before a lost controller is removed")->capture_default_str();
   connect_cmd->add_option("--reconnect-delay", reconnect_delay, "seconds between reconnect attempts")->capture_default_str();
-  app.add_subcommand("disconnect", "disconnect the controllers that connect created");
-  CLI11_PARSE(app, argc, argv);
+  auto *disconnect_cmd =
+      app.add_subcommand("disconnect", "disconnect the controllers that connect created, or those of a job's paths");
+  disconnect_cmd->add_option("-j,--job", job, "disconnect every kernel controller of this job's subsystem and paths")
+      ->check(CLI::ExistingFile);
+  if (const int rc = mpnvme::parse_command_line(app, argc, argv); rc >= 0) return rc;
   if (const char *r = std::getenv("MPNVME_NVMET_ROOT")) nvmet_root = r; // tests against a prepared tree
 
   try {
@@ -159,6 +164,13 @@ int main(int argc, char **argv) {
       restore(j);
     } else if (clear_cmd->parsed()) {
       clear(remove_ram ? ram_dir : "");
+    } else if (!job.empty()) {
+      const target::TargetConfig cfg = target::config_from_jobs(read_jobfile(job), job);
+      std::vector<PathAddr> paths;
+      for (const auto &p : cfg.ports)
+        paths.push_back(p.addr);
+      for (const auto &c : disconnect_paths(cfg.subsystems.front().nqn, paths))
+        fmt::print("disconnected {}\n", c);
     } else {
       for (const auto &c : disconnect_recorded())
         fmt::print("disconnected {}\n", c);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // The kernel NVMe target as mpnvme-nvmet drives it: what a job file expects
 // (subsystem, namespaces, one port per path) created through configfs,
 // nvmetcli-compatible save/restore, and clearing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // Namespace storage: RAM (anonymous mapping), null (writes discarded, reads
 // zeroes) or a regular file / block device opened with O_DIRECT. RAM and
 // null complete inline; file I/O is submitted to the connection's io_uring.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 #include "config.hpp"
 
 #include <cstring>
@@ -198,12 +199,14 @@ TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::st
     const auto traddr = job.get("traddr");
     if (!traddr) throw std::runtime_error(where + ": traddr= is not set");
     const std::string port = job.get("trsvcid").value_or("4420");
+    // Without size= the engine sizes the job from the namespace, so the
+    // namespace decides: kJobNamespaceBytes unless another job of the file
+    // needs more.
     const auto size = job.get("size");
-    if (!size) throw std::runtime_error(where + ": size= is needed to create the namespace");
     uint32_t nsid = 1;
     if (auto n = job.get("nsid")) nsid = static_cast<uint32_t>(std::stoul(*n));
     Transport tr = job.get("transport").value_or("mptcp") == "tcp" ? Transport::Tcp : Transport::Mptcp;
-    const uint64_t bytes = parse_size(*size, where + ": size");
+    const uint64_t bytes = size ? parse_size(*size, where + ": size") : 0;
     const uint64_t offset = job.get("offset") ? parse_size(*job.get("offset"), where + ": offset") : 0;
 
     SubsystemConfig *sub = nullptr;
@@ -226,6 +229,7 @@ TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::st
     uint64_t need = offset + bytes;
     if (auto nj = job.get("numjobs"); nj && job.get("offset_increment"))
       need = offset + parse_size(*job.get("offset_increment"), where + ": offset_increment") * (std::stoul(*nj) - 1) + bytes;
+    if (!size) need = std::max(need, kJobNamespaceBytes);
     ns->size = std::max(ns->size, (need + 4095) / 4096 * 4096);
     for (const PathAddr &pa : parse_paths(*traddr, port, where + ": traddr")) {
       if (!seen_ports.insert(pa.display()).second) continue;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // mpnvme-target configuration: subsystems with namespaces, ports with their
 // ANA group states, access control. Built from the command line, from a JSON
 // file in nvmetcli's layout, or from the engine options of an fio job file.
@@ -70,8 +71,12 @@ NamespaceConfig parse_namespace_spec(const std::string &spec, uint32_t default_n
 // nvmetcli JSON ({"hosts","subsystems","ports"}); device.path takes the
 // namespace specs above. Throws std::runtime_error naming the JSON field.
 TargetConfig load_json_config(const std::string &path);
+// A namespace none of whose jobs sets size= (the engine then sizes the job
+// from the namespace).
+constexpr uint64_t kJobNamespaceBytes = 1ull << 30;
 // What the engine options of a job file expect: one subsystem per subnqn,
-// one RAM namespace per nsid of the job's size, one port per traddr path.
+// one RAM namespace per nsid of the job's size (kJobNamespaceBytes without
+// size=), one port per traddr path.
 TargetConfig config_from_jobfile(const std::string &path);
 // The same from sections already read (`path` names the file in messages).
 TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::string &path);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // Connection: the transport half (PDU parsing, data movement, sending).
 // Command semantics live in commands.cpp.
 #include "connection.hpp"
@@ -382,6 +383,27 @@ void Connection::finish(uint16_t slot) {
 void Connection::release(uint16_t slot) {
   cmds_[slot].state = Cmd::State::Free;
   free_.push_back(slot);
+}
+
+bool Connection::poll(std::chrono::steady_clock::time_point now) {
+  if (closing_) return false;
+  if (port_.disabled) {
+    close("port disabled");
+    return false;
+  }
+  if (ctrl_) {
+    if (qid_ == 0 && !ctrl_->dead && ctrl_->kato_expired(now)) {
+      log().warn("{}: keep alive timeout ({} ms) for host {}: controller {} torn down", label_, ctrl_->kato_ms, ctrl_->hostnqn,
+                 ctrl_->cntlid);
+      ctrl_->dead = true;
+    }
+    if (ctrl_->dead) {
+      close("controller torn down");
+      return false;
+    }
+    deliver_aens();
+  }
+  return true;
 }
 
 } // namespace mpnvme::target

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // One NVMe/TCP queue as the controller sees it: ICReq/ICResp, capsules with
 // in-capsule data, R2T/H2CData for larger writes, C2HData (with the SUCCESS
 // flag when SQ flow control is off) and responses, digests, and TermReq on
@@ -5,11 +6,14 @@
 // outgoing batch out through the ConnIo interface, so the same code runs
 // under io_uring and under the fuzzer.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <sys/uio.h>
+#include <unordered_set>
 #include <vector>
 
 #include "nvme.hpp"
@@ -21,6 +25,15 @@
 namespace mpnvme::target {
 
 class Connection;
+
+constexpr uint32_t kNvmeVersion = 0x10300; // NVMe 1.3, as nvmet reports
+constexpr unsigned kAerLimit = 4;          // Asynchronous Event Requests parked per controller
+
+// ASCII fields of Identify data and log pages: space padded, no terminator.
+inline void put_padded(uint8_t *dst, size_t n, const std::string &s) {
+  std::memset(dst, ' ', n);
+  std::memcpy(dst, s.data(), std::min(n, s.size()));
+}
 
 enum class FileOp : uint8_t { Read, Write, Fsync, Deallocate, WriteZeroes };
 
@@ -107,9 +120,11 @@ private:
   void complete(uint16_t slot, uint16_t status, uint32_t dw0 = 0, uint32_t dw1 = 0);
   void finish(uint16_t slot);
   void release(uint16_t slot);
-  bool exec_fabrics(Cmd &c, uint16_t slot);
-  bool exec_admin(Cmd &c, uint16_t slot);
-  bool exec_io(Cmd &c, uint16_t slot);
+  void refuse(uint16_t slot, uint16_t status, const std::string &why, uint32_t dw0 = 0);
+  uint64_t mdts_bytes() const;
+  void exec_fabrics(Cmd &c, uint16_t slot);
+  void exec_admin(Cmd &c, uint16_t slot);
+  void exec_io(Cmd &c, uint16_t slot);
   void connect(Cmd &c, uint16_t slot);
   void property_get(Cmd &c, uint16_t slot);
   void property_set(Cmd &c, uint16_t slot);
@@ -148,7 +163,9 @@ private:
   RxCursor rx_;
   Rx rx_state_ = Rx::Ic;
   bool cur_last_ = false;
-  bool digest_failed_ = false; // a data digest of the current transfer failed
+  bool digest_failed_ = false;           // a data digest of the current transfer failed
+  std::unordered_set<uint32_t> refused_; // refusals logged at info: status, opcode, fctype
+  std::string connect_host_;             // host NQN of the Connect, for refusals before a controller exists
 };
 
 } // namespace mpnvme::target

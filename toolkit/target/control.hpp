@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // The run-time control socket of mpnvme-target (--control PATH): one command
 // per line, one reply per command.
 //   ana PORT GROUP STATE   change an ANA group's state on a port (AEN sent)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // mpnvme-target: a user-space NVMe/TCP target over MPTCP (or TCP).
 #include <CLI/CLI.hpp>
 #include <csignal>
@@ -7,6 +8,7 @@
 #include <pthread.h>
 #include <thread>
 
+#include "cli.hpp"
 #include "control.hpp"
 #include "log.hpp"
 #include "reactor.hpp"
@@ -129,7 +131,7 @@ TargetConfig build_config(const Cli &o) {
 
 int main(int argc, char **argv) {
   CLI::App app{"mpnvme-target: user-space NVMe/TCP target over MPTCP (or TCP)"};
-  app.set_version_flag("--version", "mpnvme-target 0.1.0");
+  app.set_version_flag("--version", "mpnvme-target " MPNVME_VERSION);
   Cli o;
   app.add_option("-c,--config", o.config, "nvmetcli-style JSON configuration")->check(CLI::ExistingFile);
   app.add_option("-j,--job", o.job, "serve what this fio job file of the engine expects")->check(CLI::ExistingFile);
@@ -170,7 +172,7 @@ int main(int argc, char **argv) {
                                             "(ctl SOCKET help lists the commands)");
   ctl->add_option("socket", ctl_socket, "the --control socket of the running target")->required();
   ctl->add_option("command", ctl_words, "ana PORT GROUP STATE | port PORT down|up | stats | help")->required();
-  CLI11_PARSE(app, argc, argv);
+  if (const int rc = mpnvme::parse_command_line(app, argc, argv); rc >= 0) return rc;
   if (*ctl) {
     std::string command;
     for (const auto &w : ctl_words)
@@ -193,6 +195,9 @@ int main(int argc, char **argv) {
     reg = std::make_unique<Registry>(cfg);
     for (auto &p : reg->ports())
       listeners.push_back(listen_stream(p->cfg.addr, p->cfg.transport));
+  } catch (const MptcpUnavailable &e) {
+    log().error("{}; use --transport tcp", e.what());
+    return 1;
   } catch (const std::exception &e) {
     log().error("{}", e.what());
     return 1;

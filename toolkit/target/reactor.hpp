@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // One event loop thread on io_uring: accepts (first reactor only), receives,
 // sends and runs file I/O for many connections, plus a 100 ms tick for
 // keep-alive expiry and event delivery. Other threads hand it new

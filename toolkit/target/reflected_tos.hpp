@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // The TOS a connection's first subflow reflected from the host's SYN
 // (net.ipv4.tcp_reflect_tos), read through sock_diag. An accepted MPTCP
 // socket reports TOS 0 for itself, and every option set on it afterwards

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 // What the target serves, shared by all reactor threads: subsystems and
 // their namespaces, ports with run-time ANA state, and the live controllers.
 // Control-path state is under mutexes; the I/O path only reads immutable
@@ -73,7 +74,6 @@ public:
   std::mutex mu; // cc, csts, features, queues, aer state
   uint32_t cc = 0, csts = 0;
   uint32_t kato_ms;
-  uint32_t granted_queues = 0; // I/O queues granted by Set Features
   uint32_t aen_config = 0;
   std::set<uint16_t> io_qids;
   std::deque<uint16_t> aer_cids;   // outstanding Async Event Requests
