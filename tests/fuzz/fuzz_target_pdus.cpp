@@ -58,9 +58,15 @@ void drain(Connection &c) {
 
 void feed(Connection &c, const uint8_t *data, size_t size, size_t chunk) {
   while (size && !c.closing()) {
-    auto [buf, cap] = c.rx_space();
-    const size_t n = std::min({size, cap, chunk});
-    std::memcpy(buf, data, n);
+    iovec in[2];
+    const size_t k = c.rx_iov(in);
+    size_t n = 0;
+    for (size_t i = 0; i < k && n < std::min(size, chunk); i++) {
+      const size_t part = std::min(in[i].iov_len, std::min(size, chunk) - n);
+      std::memcpy(in[i].iov_base, data + n, part);
+      n += part;
+      if (part < in[i].iov_len) break; // a short receive fills the first iovec only partly
+    }
     c.on_received(n);
     drain(c);
     data += n;

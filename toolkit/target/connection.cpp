@@ -54,14 +54,25 @@ void Connection::close(const std::string &why) {
   close_reason_ = why;
 }
 
-std::pair<uint8_t *, size_t> Connection::rx_space() {
+size_t Connection::rx_iov(iovec iov[2]) {
+  rx_direct_ = 0;
   if (rx_.pos == rx_.len) rx_.pos = rx_.len = 0;
   if (rx_.len == rx_.buf.size()) { // compact: keep the partial PDU at the front
     std::memmove(rx_.buf.data(), rx_.buf.data() + rx_.pos, rx_.len - rx_.pos);
     rx_.len -= rx_.pos;
     rx_.pos = 0;
   }
-  return {rx_.buf.data() + rx_.len, rx_.buf.size() - rx_.len};
+  size_t n = 0;
+  // The rest of a data transfer goes straight to its destination (a RAM
+  // namespace, or the command's buffer); the headers after it land in the
+  // staging buffer in the same receive. Only data that arrived together
+  // with a header is copied out of staging.
+  if (rx_state_ == Rx::Data && rx_.pos == rx_.len && rx_.left) {
+    iov[n++] = {rx_.dst, rx_.left};
+    rx_direct_ = rx_.left;
+  }
+  iov[n++] = {rx_.buf.data() + rx_.len, rx_.buf.size() - rx_.len};
+  return n;
 }
 
 void Connection::on_received(size_t n) {
@@ -70,9 +81,23 @@ void Connection::on_received(size_t n) {
     close("closed by the host");
     return;
   }
-  rx_.len += n;
   stats_.rx_bytes += n;
   port_counters_.rx_bytes += n;
+  if (rx_direct_) {
+    const auto direct = static_cast<uint32_t>(std::min(n, rx_direct_));
+    if (dg_.data) rx_.crc = crc32c_update(rx_.crc, rx_.dst, direct);
+    rx_.dst += direct;
+    rx_.left -= direct;
+    n -= direct;
+    rx_direct_ = 0;
+    if (!rx_.left) {
+      if (dg_.data)
+        rx_state_ = Rx::DataDigest;
+      else
+        data_complete();
+    }
+  }
+  rx_.len += n;
   process();
 }
 
@@ -262,6 +287,7 @@ void Connection::handle_capsule(const uint8_t *h, const pdu::Common &c) {
   cmd.state = Cmd::State::Exec;
   cmd.received = cmd.data_len = cmd.out_len = 0;
   cmd.out = nullptr;
+  cmd.in = nullptr;
   cmd.status = 0;
   cmd.dw0 = cmd.dw1 = 0;
   cmd.in_ring = 0;
@@ -283,8 +309,9 @@ void Connection::handle_capsule(const uint8_t *h, const pdu::Common &c) {
       return;
     }
     cmd.data_len = incapsule;
+    cmd.in = cmd.buf;
     cur_last_ = true;
-    rx_state_ = rx_.begin_data(slot, cmd.buf, incapsule, c, dg_.header) ? Rx::Pad : Rx::Data;
+    rx_state_ = rx_.begin_data(slot, cmd.in, incapsule, c, dg_.header) ? Rx::Pad : Rx::Data;
     return;
   }
   rx_state_ = Rx::Header;
@@ -307,7 +334,7 @@ void Connection::handle_h2c_data(const uint8_t *h, const pdu::Common &c) {
   if (last != bool(c.flags & pdu::kFlagLast))
     return protocol_error(pdu::Fes::InvalidHeaderField, "LAST_PDU flag does not match the end of the transfer", h, c.hlen, 1);
   cur_last_ = last;
-  rx_state_ = rx_.begin_data(d.ttag, cmd.buf + d.datao, d.datal, c, dg_.header) ? Rx::Pad : Rx::Data;
+  rx_state_ = rx_.begin_data(d.ttag, cmd.in + d.datao, d.datal, c, dg_.header) ? Rx::Pad : Rx::Data;
 }
 
 void Connection::data_complete() {

@@ -63,9 +63,11 @@ public:
   uint16_t qid() const { return qid_; }
   PortState &port() { return port_; }
 
-  // Receive side: where the next receive goes, then how many bytes came
-  // (0 = the peer closed). Processing happens inside on_received.
-  std::pair<uint8_t *, size_t> rx_space();
+  // Receive side: where the next receive goes (1 or 2 iovecs: the rest of
+  // a data transfer straight to its destination, then the staging buffer),
+  // then how many bytes came (0 = the peer closed). Processing happens
+  // inside on_received.
+  size_t rx_iov(iovec iov[2]);
   void on_received(size_t n);
   // Send side: the pending batch as iovecs (at most max), and progress.
   size_t build_send(iovec *iov, size_t max);
@@ -91,6 +93,7 @@ private:
     nvme::Sqe sqe;
     uint16_t cid = 0;
     uint8_t *buf = nullptr; // aligned command buffer (grows, kept)
+    uint8_t *in = nullptr;  // where the host's data lands: buf, or a RAM namespace
     uint32_t buf_cap = 0;
     uint32_t data_len = 0; // host data expected (writes) or to send (reads)
     uint32_t received = 0;
@@ -133,6 +136,7 @@ private:
   void features(Cmd &c, uint16_t slot, bool set);
   void return_data(Cmd &c, uint16_t slot, uint32_t len);
   Namespace *io_namespace(Cmd &c, uint16_t slot);
+  uint8_t *ram_write_destination(const Cmd &c);
   void deliver_aens();
 
   Registry &reg_;
@@ -161,6 +165,7 @@ private:
   SendRing tx_;
 
   RxCursor rx_;
+  size_t rx_direct_ = 0; // bytes of the last rx_iov that go straight to rx_.dst
   Rx rx_state_ = Rx::Ic;
   bool cur_last_ = false;
   bool digest_failed_ = false;           // a data digest of the current transfer failed

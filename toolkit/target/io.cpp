@@ -30,6 +30,24 @@ Namespace *Connection::io_namespace(Cmd &c, uint16_t slot) {
   return nullptr;
 }
 
+// A Write to a RAM namespace that exec_io will take has its data received
+// straight into the namespace after the R2T: no staging buffer, no copy.
+// Should the write still fail (a data digest error, an ANA change before
+// it runs), its blocks hold part of the new data: NVMe leaves the blocks of
+// a failed write undefined, and the host writes them again.
+uint8_t *Connection::ram_write_destination(const Cmd &c) {
+  if (!ctrl_ || qid_ == 0 || c.sqe.opcode() != kCmdWrite) return nullptr;
+  auto &nss = ctrl_->subsys.namespaces;
+  auto it = nss.find(c.sqe.nsid());
+  if (it == nss.end() || !ana_usable(port_.ana(it->second.cfg.anagrpid))) return nullptr;
+  Backend &be = *it->second.backend;
+  if (be.kind() != Backing::Ram) return nullptr;
+  const uint64_t slba = static_cast<uint64_t>(c.sqe.cdw(11)) << 32 | c.sqe.cdw(10);
+  const uint64_t nlb = (c.sqe.cdw(12) & 0xffff) + 1ull;
+  if (slba >= be.blocks() || nlb > be.blocks() - slba || c.sqe.sgl_len() != nlb * be.lba()) return nullptr;
+  return be.memory() + slba * be.lba();
+}
+
 void Connection::exec_io(Cmd &c, uint16_t slot) {
   Namespace *ns = io_namespace(c, slot);
   if (!ns) return;
@@ -53,7 +71,7 @@ void Connection::exec_io(Cmd &c, uint16_t slot) {
     switch (be.kind()) {
     case Backing::Ram:
       if (op == kCmdWrite) {
-        std::memcpy(be.memory() + off, c.buf, len);
+        if (c.in != be.memory() + off) std::memcpy(be.memory() + off, c.in, len); // in-capsule data
       } else {
         c.out = be.memory() + off; // sent straight from the namespace
         c.out_len = static_cast<uint32_t>(len);

@@ -70,9 +70,11 @@ void Reactor::arm_accept(size_t i) {
 
 void Reactor::arm_recv(Conn &c) {
   if (c.recv_armed || c.shut || c.c->closing()) return;
-  auto [buf, len] = c.c->rx_space();
+  c.rx_mh = {};
+  c.rx_mh.msg_iov = c.rx_iov;
+  c.rx_mh.msg_iovlen = c.c->rx_iov(c.rx_iov);
   io_uring_sqe *s = sqe();
-  io_uring_prep_recv(s, c.c->fd(), buf, len, 0);
+  io_uring_prep_recvmsg(s, c.c->fd(), &c.rx_mh, 0);
   io_uring_sqe_set_data(s, &c.recv_op);
   c.recv_armed = true;
 }

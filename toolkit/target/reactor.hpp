@@ -48,6 +48,8 @@ private:
     bool recv_armed = false, send_armed = false, shut = false;
     msghdr mh{};
     std::vector<iovec> iov;
+    msghdr rx_mh{}; // the receive in flight: data in place, then staging
+    iovec rx_iov[2]{};
     std::chrono::steady_clock::time_point close_deadline{};
   };
   struct Listener {
