@@ -92,6 +92,12 @@ tk() {
 
   out=$($NV disconnect 2>&1) && ok "disconnect: $(echo $out | tr '\n' ' ')" || bad "disconnect: $out"
   [ -z "$(ls /sys/class/nvme-subsystem 2>/dev/null)" ] && ok "no subsystem left on the host" || bad "left: $(ls /sys/class/nvme-subsystem)"
+  # disconnect --job: the job's controllers, with no record (as after a reboot).
+  $NV connect --job $JOB >/dev/null 2>&1 || bad "second connect"
+  rm -f /run/mpnvme-nvmet/connected
+  out=$($NV disconnect --job $JOB 2>&1) && [ "$(echo "$out" | grep -c '^disconnected nvme')" = 2 ] &&
+    ok "disconnect --job without a record: $(echo $out | tr '\n' ' ')" || bad "disconnect --job: $out"
+  [ -z "$(ls /sys/class/nvme-subsystem 2>/dev/null)" ] && ok "disconnect --job left no subsystem" || bad "left: $(ls /sys/class/nvme-subsystem)"
 
   $NV save /tmp/saved.json && ok "save" || bad "save"
   $NV clear && [ -z "$(ls /sys/kernel/config/nvmet/subsystems)" ] && [ -z "$(ls /sys/kernel/config/nvmet/ports)" ] && ok "clear" || bad "clear"
