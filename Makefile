@@ -4,6 +4,7 @@
 #   make            build fio-mpnvme.so and libmpnvme (warnings are errors)
 #   make check      unit tests + kernel-lab integration tests (ASan/UBSan build)
 #   make demo       run jobs/demo.fio and print the result
+#   make bench      bench/run all: floors and the seed 000 matrix, report and plots
 #   make install    PREFIX=/usr DESTDIR=...
 #   make deb        Debian binary package in ../ from the checkout
 #   make dist       Debian source package (with fio's source as a component) in ../
@@ -18,7 +19,7 @@ JOBS ?= $(shell nproc)
 FIO_SRC ?= $(shell cat .deps/fio-src 2>/dev/null)
 CMAKE_ARGS = -DFIO_SRC="$(FIO_SRC)"
 
-.PHONY: all deps build check demo install deb dist package-check format clean
+.PHONY: all deps build check demo bench install deb dist package-check format clean
 
 all: build
 
@@ -41,6 +42,9 @@ check: deps $(BUILD_CHECK)/CMakeCache.txt
 
 demo: deps build
 	@./scripts/demo.sh $(BUILD)
+
+bench: deps build
+	@./bench/run all $(BENCH_ARGS)
 
 install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix $(PREFIX) >/dev/null

@@ -1,0 +1,66 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""What every bench experiment shares: where the programs are, CPU
+placement, process CPU time, medians with their spread, fio's JSON."""
+import json
+import os
+import pathlib
+import socket
+import statistics
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BUILD = pathlib.Path(os.environ.get("MPNVME_BUILD", ROOT / "build"))
+ENGINE = BUILD / "engine" / "fio-mpnvme.so"
+TARGET = BUILD / "toolkit" / "target" / "mpnvme-target"
+FLOOR = BUILD / "bench" / "mpnvme-floor"
+LAB = ROOT / "toolkit" / "lab" / "mpnvme-lab"
+# The target and fio on different CPUs (seed 004: never share a core).
+TARGET_CPU, FIO_CPU = 0, 1
+
+
+def fio_env():
+    """fio's environment: an ASan-built engine (MPNVME_PRELOAD, as the tests
+    set it) needs its runtime preloaded."""
+    env = dict(os.environ)
+    if os.environ.get("MPNVME_PRELOAD"):
+        env["LD_PRELOAD"] = os.environ["MPNVME_PRELOAD"]
+        env.setdefault("ASAN_OPTIONS", "detect_leaks=0:abort_on_error=1")
+    return env
+
+
+def die(msg):
+    sys.exit(f"bench/run: {msg}")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process so far (/proc/PID/stat)."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_ready(log, proc, seconds=10):
+    """Until mpnvme-target says ready; dies with its log if it exits or takes too long."""
+    deadline = time.time() + seconds
+    while "mpnvme-target: ready" not in log.read_text():
+        if proc.poll() is not None or time.time() > deadline:
+            die(f"mpnvme-target did not start: {log.read_text()}")
+        time.sleep(0.05)
+
+
+def median_spread(values):
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": values}
+
+
+def fio_json(path):
+    """fio's JSON output (fio may print other lines before it)."""
+    text = path.read_text()
+    return json.loads(text[text.index("{"):])

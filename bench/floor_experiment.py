@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The floor experiment: what the sockets alone can do on this machine
+(mpnvme-floor: round trip of a 72-byte request and a 4120-byte answer, one
+at a time and 32 outstanding, blocking and busy-polling, TCP and MPTCP;
+one-way bulk rate), then the engine against mpnvme-target on loopback: QD1
+4 KiB reads for every engine completion mode (poll=) and target mode
+(--poll), QD32 with fio's default batching and with batching, 128 KiB
+reads, as ratios to the floor, with CPU time per I/O for fio and target."""
+import contextlib
+import json
+import subprocess
+
+from common import ENGINE, FIO_CPU, FLOOR, TARGET, TARGET_CPU, cpu_seconds, die, fio_json, free_port, median_spread, wait_ready
+
+NQN = "nqn.2026-11.io.mpnvme:bench"
+
+
+@contextlib.contextmanager
+def target(extra, work):
+    port = free_port()
+    log = open(work / f"target-{port}.log", "w")
+    p = subprocess.Popen(["taskset", "-c", str(TARGET_CPU), str(TARGET), "--listen", f"127.0.0.1:{port}", "--subnqn", NQN,
+                          "--ns", "ram:1g", "--log-level", "warn"] + extra, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_ready(work / f"target-{port}.log", p)
+        yield port, p.pid
+    finally:
+        p.terminate()
+        p.wait()
+        log.close()
+
+
+def fio(port, pid, opts, seconds, work):
+    """One fio run of the engine on CPU 1; returns (read stats, fio CPU s, target CPU s)."""
+    out = work / "fio.json"
+    t0 = cpu_seconds(pid)
+    cmd = ["taskset", "-c", str(FIO_CPU), "fio", "--name=bench", f"--ioengine=external:{ENGINE}", "--traddr=127.0.0.1",
+           f"--trsvcid={port}", f"--subnqn={NQN}", "--rw=randread", "--size=1g", "--time_based=1", f"--runtime={seconds}",
+           "--ramp_time=1", "--output-format=json", f"--output={out}"] + opts
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        die(f"fio failed: {' '.join(cmd)}\n{r.stderr}")
+    job = fio_json(out)["jobs"][0]
+    fio_cpu = (job["usr_cpu"] + job["sys_cpu"]) / 100 * job["read"]["runtime"] / 1000
+    return job["read"], fio_cpu, cpu_seconds(pid) - t0
+
+
+def floor_tool(args):
+    r = subprocess.run([str(FLOOR)] + args + ["--server-cpu", str(TARGET_CPU), "--client-cpu", str(FIO_CPU)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        die(f"mpnvme-floor {' '.join(args)}: {r.stderr}")
+    return json.loads(r.stdout)
+
+
+FLOOR_KEYS = ("p50_us", "p99_us", "per_second", "client_cpu_us_per_op", "server_cpu_us_per_op")
+
+
+def run(runs, seconds, work):
+    res = {"floor": {}, "engine": []}
+    for tr in ("tcp", "mptcp"):
+        for wait in ("block", "busy"):
+            samples = [floor_tool(["rtt", "--transport", tr, "--wait", wait, "--count", "20000"]) for _ in range(runs)]
+            res["floor"][f"rtt {tr} {wait}"] = {k: median_spread([s[k] for s in samples]) for k in FLOOR_KEYS}
+            samples = [floor_tool(["rtt", "--transport", tr, "--wait", wait, "--depth", "32", "--count", "200000"])
+                       for _ in range(runs)]
+            res["floor"][f"rtt {tr} {wait} depth 32"] = {k: median_spread([s[k] for s in samples]) for k in FLOOR_KEYS}
+        samples = [floor_tool(["bulk", "--transport", tr, "--seconds", str(seconds)]) for _ in range(runs)]
+        res["floor"][f"bulk {tr}"] = {"mib_s": median_spread([s["mib_s"] for s in samples])}
+    workloads = [("qd1", ["--bs=4k", "--iodepth=1"], ("block", "hybrid", "busy"), ("tcp", "mptcp")),
+                 ("qd32", ["--bs=4k", "--iodepth=32"], ("block", "hybrid", "busy"), ("tcp", "mptcp")),
+                 ("qd32-batched", ["--bs=4k", "--iodepth=32", "--iodepth_batch_submit=16", "--iodepth_batch_complete_min=8"],
+                  ("block", "hybrid"), ("tcp",)),
+                 ("128k-qd16", ["--bs=128k", "--iodepth=16"], ("block", "hybrid"), ("tcp", "mptcp"))]
+    for tmode, extra in (("event", []), ("poll", ["--poll"])):
+        with target(extra, work) as (port, pid):
+            for name, opts, modes, transports in workloads:
+                for tr in transports:
+                    for mode in modes:
+                        rows = [fio(port, pid, opts + [f"--transport={tr}", f"--poll={mode}"], seconds, work) for _ in range(runs)]
+                        ios = [r[0]["total_ios"] for r in rows]
+                        res["engine"].append({
+                            "workload": name, "target": tmode, "transport": tr, "poll": mode,
+                            "iops": median_spread([r[0]["iops"] for r in rows]),
+                            "mib_s": median_spread([r[0]["bw_bytes"] / 1048576 for r in rows]),
+                            "p50_us": median_spread([r[0]["clat_ns"]["percentile"]["50.000000"] / 1000 for r in rows]),
+                            "p99_us": median_spread([r[0]["clat_ns"]["percentile"]["99.000000"] / 1000 for r in rows]),
+                            "fio_cpu_us_per_io": median_spread([r[1] * 1e6 / n for r, n in zip(rows, ios)]),
+                            "target_cpu_us_per_io": median_spread([r[2] * 1e6 / n for r, n in zip(rows, ios)]),
+                        })
+                        print(f"  {name} target={tmode} {tr} poll={mode}: p50 {res['engine'][-1]['p50_us']['median']:.1f} us, "
+                              f"{res['engine'][-1]['iops']['median']:.0f} IOPS", flush=True)
+    return res
+
+
+def fmt_ms(m):
+    return f"{m['median']:.1f} ({m['min']:.1f}..{m['max']:.1f})"
+
+
+def report(res, runs):
+    f = res["floor"]
+    lines = ["## Floor: raw sockets and the engine on loopback", "",
+             f"Target on CPU {TARGET_CPU}, fio on CPU {FIO_CPU}; medians (min..max) of {runs} runs. Round trips: a "
+             "72-byte request answered with 4120 bytes, one at a time or 32 outstanding (both sides sending in batches).", "",
+             "| floor | p50 us | p99 us | round trips/s | client CPU us/op | server CPU us/op |", "|---|---|---|---|---|---|"]
+    for k, v in f.items():
+        if k.startswith("rtt"):
+            lines.append(f"| {k} | {fmt_ms(v['p50_us'])} | {fmt_ms(v['p99_us'])} | {v['per_second']['median']:.0f} | "
+                         f"{v['client_cpu_us_per_op']['median']:.2f} | {v['server_cpu_us_per_op']['median']:.2f} |")
+    for k, v in f.items():
+        if k.startswith("bulk"):
+            lines.append(f"| {k} (MiB/s) | {fmt_ms(v['mib_s'])} | | | | |")
+    lines += ["", "Latency ratios are to the busy-polling QD1 round trip of the same transport; IOPS ratios at QD32 to the "
+              "busy-polling round trips per second with 32 outstanding.", "",
+              "| workload | target | transport | poll | IOPS | IOPS / floor | MiB/s | p50 us | p50 / busy floor | p99 us | "
+              "fio CPU us/IO | target CPU us/IO |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for e in res["engine"]:
+        floor = f[f"rtt {e['transport']} busy"]["p50_us"]["median"]
+        rate = f[f"rtt {e['transport']} busy depth 32"]["per_second"]["median"]
+        iops_ratio = f"{e['iops']['median'] / rate:.2f}" if e["workload"].startswith("qd32") else ""
+        lines.append(f"| {e['workload']} | {e['target']} | {e['transport']} | {e['poll']} | {fmt_ms(e['iops'])} | {iops_ratio} | "
+                     f"{e['mib_s']['median']:.0f} | {fmt_ms(e['p50_us'])} | {e['p50_us']['median'] / floor:.2f} | "
+                     f"{e['p99_us']['median']:.1f} | {e['fio_cpu_us_per_io']['median']:.2f} | {e['target_cpu_us_per_io']['median']:.2f} |")
+    by = {(e["workload"], e["target"], e["transport"], e["poll"]): e["iops"]["median"] for e in res["engine"]}
+    ratios = [f"{w} target={t} poll={m}: {by[(w, t, 'mptcp', m)] / by[(w, t, 'tcp', m)]:.2f}"
+              for (w, t, tr, m) in by if tr == "tcp" and (w, t, "mptcp", m) in by]
+    mp, tc = f["rtt mptcp busy depth 32"]["per_second"]["median"], f["rtt tcp busy depth 32"]["per_second"]["median"]
+    lines += ["", f"MPTCP / TCP: raw sockets at depth 32 (busy) {mp / tc:.2f}; engine " + "; ".join(ratios) + "."]
+    return "\n".join(lines) + "\n"
+
+

@@ -1,0 +1,293 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Seed 000: the NVMe-over-MPTCP matrix of the upstream selftest
+(mptcp_nvme.sh), on mpnvme-lab paths against mpnvme-target.
+
+Workload as in jobs/mptcp-nvme-seed.fio: 128 KiB random reads, then random
+writes, 4 jobs x iodepth 256. Cells: transport {tcp: engine NVMe multipath
+over one TCP connection per path; mptcp: engine NVMe multipath over one
+MPTCP connection per path (the selftest's mptcp rows)} x iopolicy {numa,
+round-robin, queue-depth, service-time} x {lossless, lossy}, plus the cases
+the upstream review asked for: one MPTCP connection for all paths (MPTCP
+spreads one association), unequal paths (1000 and 100 Mbit), and a path
+cut mid-run (throughput every second).
+
+The published figures (4 x 1 Gbit veth, kernel host and nvmet, round-robin)
+are printed beside ours with both as ratios to the line rate. The selftest's
+lossy case is 5 ms delay + 0.5 % loss per veth; this kernel may have no
+netem (see ../shared/design/netlab.md): then the lossy cells here are 0.5 %
+loss without delay, and the report says so in every such cell."""
+import json
+import os
+import pathlib
+import subprocess
+import time
+
+import common
+
+PUBLISHED = {  # MiB/s (read, write), from the selftest's commit message
+    ("tcp", "round-robin", "lossless"): (455, 455),
+    ("mptcp", "round-robin", "lossless"): (445, 445),
+    ("tcp", "round-robin", "lossy"): (144, 100),
+    ("mptcp", "round-robin", "lossy"): (428, 431),
+}
+POLICIES = ("numa", "round-robin", "queue-depth", "service-time")
+NQN = "nqn.2026-11.io.mpnvme:seed000"
+
+
+def mbit_to_mib_s(mbit):
+    return mbit * 1e6 / 8 / 1048576
+
+
+class Lab:
+    """A private mpnvme-lab topology with mpnvme-target serving every path."""
+
+    def __init__(self, name, rates, work, loss=0.0, delay_ms=0):
+        self.name, self.rates, self.work = name, rates, work
+        self.paths = len(rates)
+        args = ["up", "--paths", str(self.paths), "--rate", ",".join(f"{r}mbit" for r in rates)]
+        if delay_ms:
+            args += ["--delay", str(delay_ms)]
+        self.lab(*args)
+        for p in range(1, self.paths + 1):
+            if loss:
+                self.lab("loss", str(p), str(loss))
+        listen = ",".join(f"10.1.{p}.1" for p in range(1, self.paths + 1))
+        self.log = open(work / f"target-{name}.log", "w")
+        self.target = subprocess.Popen([str(common.LAB), "-n", name, "exec", "target", "taskset", "-c", str(common.TARGET_CPU),
+                                        str(common.TARGET), "--listen", listen, "--subnqn", NQN, "--ns", "ram:2g",
+                                        "--log-level", "warn"], stdout=self.log, stderr=subprocess.STDOUT)
+        common.wait_ready(work / f"target-{name}.log", self.target)
+
+    def lab(self, *args):
+        r = subprocess.run([str(common.LAB), "-n", self.name, *args], capture_output=True, text=True)
+        if r.returncode:
+            common.die(f"mpnvme-lab {' '.join(args)}: {r.stderr.strip()}")
+        return r.stdout
+
+    def line_mib_s(self):
+        return mbit_to_mib_s(sum(self.rates))
+
+    def traddr(self, paths):
+        return ",".join(f"10.1.{p}.1" for p in range(1, paths + 1))
+
+    def wire_bytes(self, rw):
+        """Bytes the host side of all paths received (reads) or sent (writes)."""
+        key = "rx_bytes" if rw == "randread" else "tx_bytes"
+        return sum(p[key] for p in json.loads(self.lab("counters", "--json")))
+
+    def fio(self, tag, transport, iopolicy, rw, runtime, ramp, paths=None, extra=()):
+        """One fio run of the seed workload in the host namespace; returns
+        (MiB/s, fio CPU seconds, target CPU seconds, bytes, wire MiB/s: what
+        crossed the paths over the whole run, ramp included)."""
+        out = self.work / f"{tag}.json"
+        cmd = [str(common.LAB), "-n", self.name, "exec", "host", "taskset", "-c", str(common.FIO_CPU), "fio",
+               "--name=seed", f"--ioengine=external:{common.ENGINE}", f"--traddr={self.traddr(paths or self.paths)}",
+               f"--subnqn={NQN}", f"--transport={transport}", f"--iopolicy={iopolicy}", f"--rw={rw}", "--bs=128k",
+               "--numjobs=4", "--iodepth=256", "--thread=1", "--group_reporting=1", "--time_based=1",
+               f"--runtime={runtime}", f"--ramp_time={ramp}", "--size=2g", "--output-format=json",
+               f"--output={out}", *extra]
+        t0 = common.cpu_seconds(self.target.pid)
+        w0, wall0 = self.wire_bytes(rw), time.monotonic()
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=self.work, env=common.fio_env())
+        wire = (self.wire_bytes(rw) - w0) / (time.monotonic() - wall0) / 1048576
+        if r.returncode:
+            common.die(f"fio failed ({tag}): {r.stderr[-2000:]}")
+        job = common.fio_json(out)["jobs"][0]
+        d = job["read" if rw == "randread" else "write"]
+        fio_cpu = (job["usr_cpu"] + job["sys_cpu"]) / 100 * d["runtime"] / 1000
+        return d["bw_bytes"] / 1048576, fio_cpu, common.cpu_seconds(self.target.pid) - t0, d["io_bytes"], wire
+
+    def close(self):
+        self.target.terminate()
+        self.target.wait()
+        self.log.close()
+        subprocess.run([str(common.LAB), "-n", self.name, "down"], capture_output=True)
+
+
+def netem_available():
+    return subprocess.run(["modprobe", "-n", "sch_netem"], capture_output=True).returncode == 0 and \
+        subprocess.run(["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"], capture_output=True).returncode == 0 \
+        and subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], capture_output=True).returncode == 0
+
+
+def cell(lab, tag, transport, iopolicy, runs, runtime, ramp, condition, paths=None):
+    res = {}
+    for rw in ("randread", "randwrite"):
+        rows = [lab.fio(f"{tag}-{rw}-{i}", transport, iopolicy, rw, runtime, ramp, paths) for i in range(runs)]
+        gib = [r[3] / 2**30 for r in rows]
+        res[rw] = {"mib_s": common.median_spread([r[0] for r in rows]),
+                   "wire_mib_s": common.median_spread([r[4] for r in rows]),
+                   "fio_cpu_s_per_gib": common.median_spread([r[1] / g for r, g in zip(rows, gib)]),
+                   "target_cpu_s_per_gib": common.median_spread([r[2] / g for r, g in zip(rows, gib)])}
+    line = lab.line_mib_s()
+    print(f"  {tag}: read {res['randread']['mib_s']['median']:.0f} write {res['randwrite']['mib_s']['median']:.0f} MiB/s "
+          f"(line {line:.0f})", flush=True)
+    return {"transport": transport, "iopolicy": iopolicy, "condition": condition, "paths": paths or lab.paths,
+            "rates_mbit": lab.rates[:paths or lab.paths], "line_mib_s": line, **res}
+
+
+def path_cut(lab, tag, transport, iopolicy, seconds, paths=None):
+    """Throughput each second while path 2 goes down at 1/3 and comes back at 2/3."""
+    out = lab.work / f"{tag}.json"
+    log = lab.work / f"{tag}-bw"
+    cmd = [str(common.LAB), "-n", lab.name, "exec", "host", "taskset", "-c", str(common.FIO_CPU), "fio", "--name=cut",
+           f"--ioengine=external:{common.ENGINE}", f"--traddr={lab.traddr(paths or lab.paths)}", f"--subnqn={NQN}",
+           f"--transport={transport}", f"--iopolicy={iopolicy}", "--rw=randread", "--bs=128k", "--numjobs=4",
+           "--iodepth=64", "--thread=1", "--group_reporting=1", "--time_based=1", f"--runtime={seconds}", "--size=2g",
+           f"--write_bw_log={log}", "--log_avg_msec=1000", "--io_timeout=2000", "--reconnect_delay=0.5",
+           "--output-format=json", f"--output={out}"]
+    fio = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=lab.work, env=common.fio_env())
+    time.sleep(seconds / 3)
+    lab.lab("link", "2", "down")
+    time.sleep(seconds / 3)
+    lab.lab("link", "2", "up")
+    _, err = fio.communicate()
+    if fio.returncode:
+        common.die(f"fio failed ({tag}): {err[-2000:]}")
+    per_second = {}
+    for f in lab.work.glob(f"{tag}-bw_bw.*.log"):
+        for line in f.read_text().splitlines():
+            t_ms, kib_s = (int(x.strip()) for x in line.split(",")[:2])
+            sec = round(t_ms / 1000)
+            per_second[sec] = per_second.get(sec, 0) + kib_s / 1024
+    series = [per_second.get(s, 0.0) for s in range(1, max(per_second or [0]) + 1)]
+    print(f"  {tag}: MiB/s per second {' '.join(f'{v:.0f}' for v in series)}", flush=True)
+    return {"transport": transport, "iopolicy": iopolicy, "mib_s_per_second": series, "cut_at_s": seconds / 3,
+            "back_at_s": 2 * seconds / 3, "line_mib_s": lab.line_mib_s()}
+
+
+def run(full, runs, work, smoke=False):
+    """smoke: 2 paths of 200 Mbit, round-robin and numa only, 1 s runs, no
+    unequal-path or cut cases: the functional check make check runs."""
+    runtime, ramp = (10, 2) if full else (1, 1) if smoke else (3, 1)
+    rate, npaths = (200, 2) if smoke else (1000, 4)
+    policies = ("numa", "round-robin") if smoke else POLICIES
+    lossy_delay = 5 if netem_available() else 0
+    res = {"matrix": [], "extra": [], "path_cut": [], "lossy": {"loss_pct": 0.5, "delay_ms": lossy_delay},
+           "runtime_s": runtime, "rate_mbit": rate, "paths": npaths}
+    name = f"b{os.getpid()}"
+    for condition, loss, delay in (("lossless", 0, 0), ("lossy", 0.5, lossy_delay)):
+        lab = Lab(f"{name}{condition[:4]}", [rate] * npaths, work, loss=loss, delay_ms=delay)
+        try:
+            for transport in ("tcp", "mptcp"):
+                for pol in policies:
+                    res["matrix"].append(cell(lab, f"{condition}-{transport}-{pol}", transport, pol, runs, runtime, ramp,
+                                              condition))
+            # MPTCP alone: one connection (path 1), the subflows spread it over all paths.
+            res["extra"].append(cell(lab, f"{condition}-mptcp-one-connection", "mptcp", "numa", runs, runtime, ramp,
+                                     condition, paths=1) | {"case": f"one MPTCP connection for {npaths} paths"})
+            res["extra"][-1]["line_mib_s"] = lab.line_mib_s()
+            if condition == "lossless" and not smoke:
+                for transport, pol in (("tcp", "round-robin"), ("mptcp", "round-robin")):
+                    res["path_cut"].append(path_cut(lab, f"cut-{transport}-{pol}", transport, pol, 12 if full else 9))
+        finally:
+            lab.close()
+    if smoke:
+        return res
+    lab = Lab(f"{name}uneq", [1000, 100], work)
+    try:
+        for transport, pol in (("tcp", "round-robin"), ("tcp", "queue-depth"), ("tcp", "service-time"),
+                               ("mptcp", "round-robin"), ("mptcp", "service-time")):
+            res["extra"].append(cell(lab, f"unequal-{transport}-{pol}", transport, pol, runs, runtime, ramp, "lossless")
+                                | {"case": "unequal paths 1000 + 100 Mbit"})
+        res["extra"].append(cell(lab, "unequal-mptcp-one-connection", "mptcp", "numa", runs, runtime, ramp, "lossless", paths=1)
+                            | {"case": "unequal paths 1000 + 100 Mbit, one MPTCP connection"})
+        res["extra"][-1]["line_mib_s"] = lab.line_mib_s()
+    finally:
+        lab.close()
+    return res
+
+
+def fmt_cell(d, line):
+    """MiB/s (ratio to line); a figure above the line rate is flagged: it
+    cannot be what crossed the paths (see the wire rate in results.json)."""
+    m = d["mib_s"]["median"]
+    flag = f" [!{d['wire_mib_s']['median']:.0f} on the wire]" if m > 1.02 * line else ""
+    return f"{m:.0f} ({m / line:.2f}){flag}"
+
+
+def report(res, runs, plots):
+    lossy = res["lossy"]
+    where = (f"loss {lossy['loss_pct']} % + delay {lossy['delay_ms']} ms per path" if lossy["delay_ms"] else
+             f"loss {lossy['loss_pct']} % per path, **no delay** (this kernel has no netem; the selftest adds 5 ms)")
+    lines = ["## Seed 000: NVMe over MPTCP, the selftest's matrix", "",
+             f"mpnvme-lab on this machine: {res['paths']} x {res['rate_mbit']} Mbit veth paths "
+             f"(line {mbit_to_mib_s(res['paths'] * res['rate_mbit']):.1f} MiB/s), mpnvme-target "
+             f"(RAM) on CPU {common.TARGET_CPU}, the engine in fio on CPU {common.FIO_CPU}; 128 KiB, 4 jobs x QD256, "
+             f"{res['runtime_s']} s per run, medians of {runs}. Lossy: {where}. Published: the selftest's commit message "
+             "(kernel host and nvmet, 4 x 1 Gbit veth, round-robin, 5 ms + 0.5 %). Cells: MiB/s (ratio to line rate).", "",
+             "| transport | iopolicy | read | write | published read | published write | lossy read | lossy write | "
+             "published lossy read | published lossy write |", "|---|---|---|---|---|---|---|---|---|---|"]
+    by = {(c["transport"], c["iopolicy"], c["condition"]): c for c in res["matrix"]}
+    line4 = mbit_to_mib_s(4000)  # the published setup: 4 x 1 Gbit
+
+    def pub(t, p, cond, i):
+        v = PUBLISHED.get((t, p, cond))
+        return f"{v[i]} ({v[i] / line4:.2f})" if v else ""
+
+    for t in ("tcp", "mptcp"):
+        for p in POLICIES:
+            a, b = by.get((t, p, "lossless")), by.get((t, p, "lossy"))
+            if not a or not b:
+                continue
+            lines.append(f"| {t} | {p} | {fmt_cell(a['randread'], a['line_mib_s'])} | {fmt_cell(a['randwrite'], a['line_mib_s'])} | "
+                         f"{pub(t, p, 'lossless', 0)} | {pub(t, p, 'lossless', 1)} | {fmt_cell(b['randread'], b['line_mib_s'])} | "
+                         f"{fmt_cell(b['randwrite'], b['line_mib_s'])} | {pub(t, p, 'lossy', 0)} | {pub(t, p, 'lossy', 1)} |")
+    lines += ["", "Cases the upstream review asked for:", "",
+              "| case | condition | transport | iopolicy | line MiB/s | read | write | target CPU s/GiB (read) |",
+              "|---|---|---|---|---|---|---|---|"]
+    for c in res["extra"]:
+        lines.append(f"| {c['case']} | {c['condition']} | {c['transport']} | {c['iopolicy'] if c['paths'] > 1 else '-'} | "
+                     f"{c['line_mib_s']:.0f} | {fmt_cell(c['randread'], c['line_mib_s'])} | "
+                     f"{fmt_cell(c['randwrite'], c['line_mib_s'])} | {c['randread']['target_cpu_s_per_gib']['median']:.2f} |")
+    for c in res["path_cut"]:
+        lines += ["", f"Path 2 cut at {c['cut_at_s']:.0f} s and back at {c['back_at_s']:.0f} s, {c['transport']} "
+                  f"{c['iopolicy']}, MiB/s each second: " + " ".join(f"{v:.0f}" for v in c["mib_s_per_second"])]
+    lines += ["", "[!N on the wire]: fio's figure exceeds the line rate, which nothing can cross; N is what the "
+              "paths carried over the whole run (ramp and connection set-up included, so a lower bound). Seen with "
+              "short quick runs; --full runs 10 s."]
+    lines += [""] + [f"![{p.stem}]({p.name})" for p in plots]
+    return "\n".join(lines) + "\n"
+
+
+def plot(res, out):
+    """Bar chart of the matrix beside the published figures, throughput over
+    time for the path cut. Returns the PNG paths."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    files = []
+    line = mbit_to_mib_s(res["paths"] * res["rate_mbit"])
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
+    for ax, cond in zip(axes, ("lossless", "lossy")):
+        cells = [c for c in res["matrix"] if c["condition"] == cond]
+        labels = [f"{c['transport']}\n{c['iopolicy']}" for c in cells]
+        x = range(len(cells))
+        ax.bar([i - 0.3 for i in x], [c["randread"]["mib_s"]["median"] for c in cells], 0.3, label="read (mpnvme)")
+        ax.bar([i for i in x], [c["randwrite"]["mib_s"]["median"] for c in cells], 0.3, label="write (mpnvme)")
+        pub = [PUBLISHED.get((c["transport"], c["iopolicy"], cond), (0, 0))[0] for c in cells]
+        ax.bar([i + 0.3 for i in x], pub, 0.3, label="read, published (kernel)", color="grey")
+        ax.axhline(line, color="black", linestyle=":", linewidth=1, label="line rate")
+        ax.set_xticks(list(x), labels, fontsize=7)
+        ax.set_title(cond if cond == "lossless" else f"lossy ({res['lossy']['loss_pct']} % loss, {res['lossy']['delay_ms']} ms delay)")
+    axes[0].set_ylabel("MiB/s")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    files.append(out / "seed000-matrix.png")
+    fig.savefig(files[-1], dpi=100)
+    plt.close(fig)
+    if res["path_cut"]:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for c in res["path_cut"]:
+            ax.plot(range(1, len(c["mib_s_per_second"]) + 1), c["mib_s_per_second"], marker="o",
+                    label=f"{c['transport']} {c['iopolicy']}")
+        c = res["path_cut"][0]
+        ax.axvspan(c["cut_at_s"], c["back_at_s"], color="red", alpha=0.1, label="path 2 down")
+        ax.set_xlabel("s")
+        ax.set_ylabel("MiB/s (1 s averages)")
+        ax.legend()
+        fig.tight_layout()
+        files.append(out / "seed000-path-cut.png")
+        fig.savefig(files[-1], dpi=100)
+        plt.close(fig)
+    return files
