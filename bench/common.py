@@ -29,6 +29,18 @@ def fio_env():
     return env
 
 
+ALLOW_OVERSUBSCRIBE = False  # bench/run --allow-oversubscribe
+
+
+def check_placement(busy_threads, what):
+    """Seed 004: a figure measured with more spinning threads than cores
+    measures the scheduler, not the I/O path. Refused unless asked for."""
+    cpus = os.cpu_count() or 1
+    if busy_threads > cpus and not ALLOW_OVERSUBSCRIBE:
+        die(f"{what}: {busy_threads} busy-polling threads on {cpus} CPUs would oversubscribe the machine "
+            "(--allow-oversubscribe to measure it anyway)")
+
+
 def die(msg):
     sys.exit(f"bench/run: {msg}")
 

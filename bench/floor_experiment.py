@@ -10,7 +10,7 @@ import contextlib
 import json
 import subprocess
 
-from common import ENGINE, FIO_CPU, FLOOR, TARGET, TARGET_CPU, cpu_seconds, die, fio_json, free_port, median_spread, wait_ready
+from common import check_placement, ENGINE, FIO_CPU, FLOOR, TARGET, TARGET_CPU, cpu_seconds, die, fio_json, free_port, median_spread, wait_ready
 
 NQN = "nqn.2026-11.io.mpnvme:bench"
 
@@ -77,6 +77,8 @@ def run(runs, seconds, work):
             for name, opts, modes, transports in workloads:
                 for tr in transports:
                     for mode in modes:
+                        # a busy-polling engine job and a --poll target each hold a core
+                        check_placement((mode == "busy") + (tmode == "poll"), f"{name} target={tmode} poll={mode}")
                         rows = [fio(port, pid, opts + [f"--transport={tr}", f"--poll={mode}"], seconds, work) for _ in range(runs)]
                         ios = [r[0]["total_ios"] for r in rows]
                         res["engine"].append({

@@ -1,0 +1,123 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""bench/run compare REF1 REF2: is a change to the data path faster or
+slower, or within the noise? The runtime-ratio method of seed 003 (the MPTCP
+scheduler refactor review): the same transfer, run alternately with each
+revision's engine and target, each run's actual time divided by the ideal
+time at the lab's line rate; then the ratio of the sums for each revision,
+their difference, and the run-to-run spread.
+
+Each revision is exported with `git archive` (the checkout and its .git are
+not touched), built (engine and target, optimized) against the same fio
+source, and run on a private 2 x 1 Gbit mpnvme-lab: 1 GiB of 128 KiB
+sequential writes at QD8 over one MPTCP connection that spans both paths,
+with a fresh target for every run."""
+import math
+import os
+import statistics
+import subprocess
+import tarfile
+import io
+
+import common
+
+NQN = "nqn.2026-11.io.mpnvme:compare"
+RATE_MBIT, PATHS, SIZE = 1000, 2, 1 << 30
+
+
+def build(ref, work):
+    """The engine and target of `ref`, built in work/<sha>; returns the build dir."""
+    sha = subprocess.run(["git", "-C", str(common.ROOT), "rev-parse", "--verify", f"{ref}^{{commit}}"], capture_output=True,
+                         text=True)
+    if sha.returncode:
+        common.die(f"compare: '{ref}' is not a revision of this repository")
+    sha = sha.stdout.strip()
+    src = work / sha[:12]
+    if not (src / "build").exists():
+        archive = subprocess.run(["git", "-C", str(common.ROOT), "archive", "--format=tar", sha], capture_output=True, check=True)
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as t:
+            t.extractall(src)
+        fio_src = (common.ROOT / ".deps" / "fio-src").read_text().strip()
+        print(f"  building {ref} ({sha[:12]})", flush=True)
+        for cmd in (["cmake", "-S", str(src), "-B", str(src / "build"), "-DCMAKE_BUILD_TYPE=RelWithDebInfo", f"-DFIO_SRC={fio_src}",
+                     "-DMPNVME_TESTS=OFF"],
+                    ["cmake", "--build", str(src / "build"), "-j", str(os.cpu_count() or 2), "--target", "fio-mpnvme",
+                     "mpnvme-target"]):
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode:
+                common.die(f"compare: building {ref}: {' '.join(cmd)}\n{r.stdout[-1500:]}{r.stderr[-1500:]}")
+    return sha, src / "build"
+
+
+def one_run(lab, build_dir, tag, work):
+    """Actual and ideal seconds of one 1 GiB transfer with this build."""
+    log = work / f"{tag}-target.log"
+    with open(log, "w") as out:
+        target = subprocess.Popen([str(common.LAB), "-n", lab, "exec", "target", "taskset", "-c", str(common.TARGET_CPU),
+                                   str(build_dir / "toolkit" / "target" / "mpnvme-target"), "--listen",
+                                   ",".join(f"10.1.{p}.1" for p in range(1, PATHS + 1)), "--subnqn", NQN, "--ns", "ram:1g",
+                                   "--log-level", "warn"], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        common.wait_ready(log, target)
+        res = work / f"{tag}.json"
+        r = subprocess.run([str(common.LAB), "-n", lab, "exec", "host", "taskset", "-c", str(common.FIO_CPU), "fio",
+                            "--name=transfer", f"--ioengine=external:{build_dir / 'engine' / 'fio-mpnvme.so'}",
+                            "--traddr=10.1.1.1", f"--subnqn={NQN}", "--transport=mptcp", "--rw=write", "--bs=128k",
+                            "--iodepth=8", f"--size={SIZE}", "--output-format=json", f"--output={res}"],
+                           capture_output=True, text=True, env=common.fio_env())
+        if r.returncode:
+            common.die(f"compare: fio failed ({tag}): {r.stderr[-1500:]}")
+        w = common.fio_json(res)["jobs"][0]["write"]
+        actual = w["runtime"] / 1000
+        ideal = w["io_bytes"] / (PATHS * RATE_MBIT * 1e6 / 8)
+        return actual, ideal
+    finally:
+        target.terminate()
+        target.wait()
+
+
+def run(refs, runs, work):
+    builds = [build(ref, work) for ref in refs]
+    lab = f"c{os.getpid()}"
+    r = subprocess.run([str(common.LAB), "-n", lab, "up", "--paths", str(PATHS), "--rate", f"{RATE_MBIT}mbit"],
+                       capture_output=True, text=True)
+    if r.returncode:
+        common.die(f"compare: mpnvme-lab up: {r.stderr}")
+    samples = {ref: [] for ref in refs}
+    try:
+        for i in range(runs):
+            # Alternate the order, so that a drift of the machine hits both alike.
+            order = list(zip(refs, builds)) if i % 2 == 0 else list(zip(refs, builds))[::-1]
+            for ref, (sha, build_dir) in order:
+                actual, ideal = one_run(lab, build_dir, f"{sha[:12]}-{i}", work)
+                samples[ref].append((actual, ideal))
+                print(f"  run {i + 1} {ref}: {actual:.3f} s, ideal {ideal:.3f} s, ratio {actual / ideal:.4f}", flush=True)
+    finally:
+        subprocess.run([str(common.LAB), "-n", lab, "down"], capture_output=True)
+    res = {"refs": {}, "runs": runs, "workload": f"{SIZE >> 20} MiB of 128 KiB writes, QD8, MPTCP over {PATHS} x {RATE_MBIT} Mbit"}
+    for ref, (sha, _) in zip(refs, builds):
+        s = samples[ref]
+        ratios = [a / i for a, i in s]
+        res["refs"][ref] = {"sha": sha, "actual_s": [a for a, _ in s], "ideal_s": [i for _, i in s],
+                            "sum_ratio": sum(a for a, _ in s) / sum(i for _, i in s),
+                            "run_ratio_stdev": statistics.stdev(ratios) if len(ratios) > 1 else 0.0}
+    a, b = (res["refs"][ref] for ref in refs)
+    diff = b["sum_ratio"] - a["sum_ratio"]
+    # The difference against the noise: two standard errors of the difference of the means.
+    noise = 2 * math.sqrt(a["run_ratio_stdev"] ** 2 / runs + b["run_ratio_stdev"] ** 2 / runs)
+    res |= {"difference": diff, "noise": noise, "within_noise": abs(diff) <= noise}
+    return res
+
+
+def report(res):
+    (ra, a), (rb, b) = res["refs"].items()
+    verdict = ("within the noise" if res["within_noise"] else
+               f"{'slower' if res['difference'] > 0 else 'faster'} beyond the noise")
+    return "\n".join([
+        "## Compare: runtime ratio (seed 003's method)", "",
+        f"{res['workload']}, {res['runs']} runs each, interleaved, a fresh target per run. Ratio: actual time / ideal time "
+        "at the line rate, summed over the runs.", "",
+        "| revision | commit | sum actual / sum ideal | run-to-run stdev |", "|---|---|---|---|",
+        f"| {ra} | {a['sha'][:12]} | {a['sum_ratio']:.4f} | {a['run_ratio_stdev']:.4f} |",
+        f"| {rb} | {b['sha'][:12]} | {b['sum_ratio']:.4f} | {b['run_ratio_stdev']:.4f} |", "",
+        f"Difference ({rb} - {ra}): {res['difference']:+.4f}; noise (2 standard errors): {res['noise']:.4f}: {rb} is "
+        f"{verdict}.", ""])
