@@ -6,6 +6,7 @@ import os
 import pathlib
 import socket
 import statistics
+import subprocess
 import sys
 import time
 
@@ -66,6 +67,35 @@ def wait_ready(log, proc, seconds=10):
         if proc.poll() is not None or time.time() > deadline:
             die(f"mpnvme-target did not start: {log.read_text()}")
         time.sleep(0.05)
+
+
+def lab(name, *args):
+    """mpnvme-lab -n NAME ARGS; its standard output, or die with its error."""
+    r = subprocess.run([str(LAB), "-n", name, *args], capture_output=True, text=True)
+    if r.returncode:
+        die(f"mpnvme-lab {' '.join(args)}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def lab_paths(paths):
+    """The target addresses of paths 1..N: 10.1.1.1,10.1.2.1,..."""
+    return ",".join(f"10.1.{p}.1" for p in range(1, paths + 1))
+
+
+def lab_fio(name):
+    """The command prefix of fio in the lab's host namespace on FIO_CPU."""
+    return [str(LAB), "-n", name, "exec", "host", "taskset", "-c", str(FIO_CPU), "fio"]
+
+
+def start_lab_target(name, target, paths, nqn, ns, log):
+    """mpnvme-target (the binary `target`) in the lab's target namespace on
+    TARGET_CPU, one port per path; returns the process once it is ready."""
+    with open(log, "w") as out:
+        proc = subprocess.Popen([str(LAB), "-n", name, "exec", "target", "taskset", "-c", str(TARGET_CPU), str(target),
+                                 "--listen", lab_paths(paths), "--subnqn", nqn, "--ns", ns, "--log-level", "warn"],
+                                stdout=out, stderr=subprocess.STDOUT)
+    wait_ready(log, proc)
+    return proc
 
 
 def median_spread(values):

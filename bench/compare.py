@@ -14,9 +14,9 @@ with a fresh target for every run."""
 import math
 import os
 import statistics
+import io
 import subprocess
 import tarfile
-import io
 
 import common
 
@@ -50,17 +50,11 @@ def build(ref, work):
 
 def one_run(lab, build_dir, tag, work):
     """Actual and ideal seconds of one 1 GiB transfer with this build."""
-    log = work / f"{tag}-target.log"
-    with open(log, "w") as out:
-        target = subprocess.Popen([str(common.LAB), "-n", lab, "exec", "target", "taskset", "-c", str(common.TARGET_CPU),
-                                   str(build_dir / "toolkit" / "target" / "mpnvme-target"), "--listen",
-                                   ",".join(f"10.1.{p}.1" for p in range(1, PATHS + 1)), "--subnqn", NQN, "--ns", "ram:1g",
-                                   "--log-level", "warn"], stdout=out, stderr=subprocess.STDOUT)
+    target = common.start_lab_target(lab, build_dir / "toolkit" / "target" / "mpnvme-target", PATHS, NQN, "ram:1g",
+                                     work / f"{tag}-target.log")
     try:
-        common.wait_ready(log, target)
         res = work / f"{tag}.json"
-        r = subprocess.run([str(common.LAB), "-n", lab, "exec", "host", "taskset", "-c", str(common.FIO_CPU), "fio",
-                            "--name=transfer", f"--ioengine=external:{build_dir / 'engine' / 'fio-mpnvme.so'}",
+        r = subprocess.run([*common.lab_fio(lab), "--name=transfer", f"--ioengine=external:{build_dir / 'engine' / 'fio-mpnvme.so'}",
                             "--traddr=10.1.1.1", f"--subnqn={NQN}", "--transport=mptcp", "--rw=write", "--bs=128k",
                             "--iodepth=8", f"--size={SIZE}", "--output-format=json", f"--output={res}"],
                            capture_output=True, text=True, env=common.fio_env())
@@ -78,10 +72,7 @@ def one_run(lab, build_dir, tag, work):
 def run(refs, runs, work):
     builds = [build(ref, work) for ref in refs]
     lab = f"c{os.getpid()}"
-    r = subprocess.run([str(common.LAB), "-n", lab, "up", "--paths", str(PATHS), "--rate", f"{RATE_MBIT}mbit"],
-                       capture_output=True, text=True)
-    if r.returncode:
-        common.die(f"compare: mpnvme-lab up: {r.stderr}")
+    common.lab(lab, "up", "--paths", str(PATHS), "--rate", f"{RATE_MBIT}mbit")
     samples = {ref: [] for ref in refs}
     try:
         for i in range(runs):

@@ -51,24 +51,13 @@ class Lab:
         for p in range(1, self.paths + 1):
             if loss:
                 self.lab("loss", str(p), str(loss))
-        listen = ",".join(f"10.1.{p}.1" for p in range(1, self.paths + 1))
-        self.log = open(work / f"target-{name}.log", "w")
-        self.target = subprocess.Popen([str(common.LAB), "-n", name, "exec", "target", "taskset", "-c", str(common.TARGET_CPU),
-                                        str(common.TARGET), "--listen", listen, "--subnqn", NQN, "--ns", "ram:2g",
-                                        "--log-level", "warn"], stdout=self.log, stderr=subprocess.STDOUT)
-        common.wait_ready(work / f"target-{name}.log", self.target)
+        self.target = common.start_lab_target(name, common.TARGET, self.paths, NQN, "ram:2g", work / f"target-{name}.log")
 
     def lab(self, *args):
-        r = subprocess.run([str(common.LAB), "-n", self.name, *args], capture_output=True, text=True)
-        if r.returncode:
-            common.die(f"mpnvme-lab {' '.join(args)}: {r.stderr.strip()}")
-        return r.stdout
+        return common.lab(self.name, *args)
 
     def line_mib_s(self):
         return mbit_to_mib_s(sum(self.rates))
-
-    def traddr(self, paths):
-        return ",".join(f"10.1.{p}.1" for p in range(1, paths + 1))
 
     def wire_bytes(self, rw):
         """Bytes the host side of all paths received (reads) or sent (writes)."""
@@ -80,8 +69,7 @@ class Lab:
         (MiB/s, fio CPU seconds, target CPU seconds, bytes, wire MiB/s: what
         crossed the paths over the whole run, ramp included)."""
         out = self.work / f"{tag}.json"
-        cmd = [str(common.LAB), "-n", self.name, "exec", "host", "taskset", "-c", str(common.FIO_CPU), "fio",
-               "--name=seed", f"--ioengine=external:{common.ENGINE}", f"--traddr={self.traddr(paths or self.paths)}",
+        cmd = [*common.lab_fio(self.name), "--name=seed", f"--ioengine=external:{common.ENGINE}", f"--traddr={common.lab_paths(paths or self.paths)}",
                f"--subnqn={NQN}", f"--transport={transport}", f"--iopolicy={iopolicy}", f"--rw={rw}", "--bs=128k",
                "--numjobs=4", "--iodepth=256", "--thread=1", "--group_reporting=1", "--time_based=1",
                f"--runtime={runtime}", f"--ramp_time={ramp}", "--size=2g", "--output-format=json",
@@ -100,7 +88,6 @@ class Lab:
     def close(self):
         self.target.terminate()
         self.target.wait()
-        self.log.close()
         subprocess.run([str(common.LAB), "-n", self.name, "down"], capture_output=True)
 
 
@@ -130,8 +117,8 @@ def path_cut(lab, tag, transport, iopolicy, seconds, paths=None):
     """Throughput each second while path 2 goes down at 1/3 and comes back at 2/3."""
     out = lab.work / f"{tag}.json"
     log = lab.work / f"{tag}-bw"
-    cmd = [str(common.LAB), "-n", lab.name, "exec", "host", "taskset", "-c", str(common.FIO_CPU), "fio", "--name=cut",
-           f"--ioengine=external:{common.ENGINE}", f"--traddr={lab.traddr(paths or lab.paths)}", f"--subnqn={NQN}",
+    cmd = [*common.lab_fio(lab.name), "--name=cut",
+           f"--ioengine=external:{common.ENGINE}", f"--traddr={common.lab_paths(paths or lab.paths)}", f"--subnqn={NQN}",
            f"--transport={transport}", f"--iopolicy={iopolicy}", "--rw=randread", "--bs=128k", "--numjobs=4",
            "--iodepth=64", "--thread=1", "--group_reporting=1", "--time_based=1", f"--runtime={seconds}", "--size=2g",
            f"--write_bw_log={log}", "--log_avg_msec=1000", "--io_timeout=2000", "--reconnect_delay=0.5",
@@ -176,7 +163,6 @@ def run(full, runs, work, smoke=False):
             # MPTCP alone: one connection (path 1), the subflows spread it over all paths.
             res["extra"].append(cell(lab, f"{condition}-mptcp-one-connection", "mptcp", "numa", runs, runtime, ramp,
                                      condition, paths=1) | {"case": f"one MPTCP connection for {npaths} paths"})
-            res["extra"][-1]["line_mib_s"] = lab.line_mib_s()
             if condition == "lossless" and not smoke:
                 for transport, pol in (("tcp", "round-robin"), ("mptcp", "round-robin")):
                     res["path_cut"].append(path_cut(lab, f"cut-{transport}-{pol}", transport, pol, 12 if full else 9))
@@ -192,7 +178,6 @@ def run(full, runs, work, smoke=False):
                                 | {"case": "unequal paths 1000 + 100 Mbit"})
         res["extra"].append(cell(lab, "unequal-mptcp-one-connection", "mptcp", "numa", runs, runtime, ramp, "lossless", paths=1)
                             | {"case": "unequal paths 1000 + 100 Mbit, one MPTCP connection"})
-        res["extra"][-1]["line_mib_s"] = lab.line_mib_s()
     finally:
         lab.close()
     return res

@@ -92,6 +92,10 @@ struct Sqe {
   uint8_t sgl_type() const;
   uint64_t sgl_addr() const;
   uint8_t fctype() const { return b[4]; }
+  // Read, Write, Write Zeroes: the starting LBA and the number of blocks
+  // (NLB is 0's based on the wire).
+  uint64_t slba() const { return static_cast<uint64_t>(cdw(11)) << 32 | cdw(10); }
+  uint32_t nlb() const { return (cdw(12) & 0xffff) + 1u; }
 };
 
 Sqe make_cmd(uint8_t opcode, uint32_t nsid);
@@ -149,7 +153,6 @@ constexpr uint16_t kStatusSglTypeInvalid = make_status(NVME_SCT_GENERIC, NVME_SC
 constexpr uint16_t kStatusTransientTransport = make_status(NVME_SCT_GENERIC, NVME_SC_TRAN_TPORT_ERROR);
 constexpr uint16_t kStatusLbaOutOfRange = make_status(NVME_SCT_GENERIC, NVME_SC_LBA_RANGE, true);
 constexpr uint16_t kStatusCapacityExceeded = make_status(NVME_SCT_GENERIC, NVME_SC_CAP_EXCEEDED, true);
-constexpr uint16_t kStatusFeatureNotChangeable = make_status(NVME_SCT_CMD_SPECIFIC, NVME_SC_FEATURE_NOT_CHANGEABLE, true);
 constexpr uint16_t kStatusAerLimit = make_status(NVME_SCT_CMD_SPECIFIC, NVME_SC_ASYNC_LIMIT);
 constexpr uint16_t kStatusConnectFormat = make_status(NVME_SCT_CMD_SPECIFIC, NVME_SC_CONNECT_FORMAT, true);
 constexpr uint16_t kStatusConnectCtrlBusy = make_status(NVME_SCT_CMD_SPECIFIC, NVME_SC_CONNECT_CTRL_BUSY);

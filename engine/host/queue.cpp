@@ -193,25 +193,7 @@ Queue::Slot *Queue::slot_for_cid(uint16_t cid, const char *pdu_name) {
   return &s;
 }
 
-size_t Queue::rx_iov(iovec iov[2]) {
-  rx_direct_ = 0;
-  if (rx_.pos == rx_.len) {
-    rx_.pos = rx_.len = 0;
-  } else if (rx_.buf.size() - rx_.len < kRxCompactBelow) {
-    std::memmove(rx_.buf.data(), rx_.buf.data() + rx_.pos, staged());
-    rx_.len -= rx_.pos;
-    rx_.pos = 0;
-  }
-  size_t n = 0;
-  // The rest of a C2HData payload goes straight to its buffer; the bytes
-  // after it (the next headers) land in the staging buffer in the same call.
-  if (rx_state_ == Rx::Data && staged() == 0 && rx_.left) {
-    iov[n++] = {rx_.dst, rx_.left};
-    rx_direct_ = rx_.left;
-  }
-  iov[n++] = {rx_.buf.data() + rx_.len, rx_.buf.size() - rx_.len};
-  return n;
-}
+size_t Queue::rx_iov(iovec iov[2]) { return rx_.receive_iov(iov, rx_state_ == Rx::Data, kRxCompactBelow); }
 
 void Queue::on_received(size_t n) {
   if (failed_) return;
@@ -219,19 +201,11 @@ void Queue::on_received(size_t n) {
     fail("connection closed by the controller");
     return;
   }
-  if (rx_direct_) {
-    const auto direct = static_cast<uint32_t>(std::min<size_t>(n, rx_direct_));
-    if (p_.digests.data) rx_.crc = crc32c_update(rx_.crc, rx_.dst, direct);
-    rx_.dst += direct;
-    rx_.left -= direct;
-    n -= direct;
-    rx_direct_ = 0;
-    if (!rx_.left) {
-      if (p_.digests.data)
-        rx_state_ = Rx::DataDigest;
-      else
-        finish_data_pdu();
-    }
+  if (rx_.take_direct(n, p_.digests.data)) {
+    if (p_.digests.data)
+      rx_state_ = Rx::DataDigest;
+    else
+      finish_data_pdu();
   }
   rx_.len += n;
   process();

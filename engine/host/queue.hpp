@@ -132,7 +132,7 @@ private:
   void handle_r2t(const uint8_t *h, const pdu::Common &c);
   void handle_c2h_data(const uint8_t *h, const pdu::Common &c);
   void finish_data_pdu();
-  size_t staged() const { return rx_.len - rx_.pos; }
+  size_t staged() const { return rx_.staged(); }
 
   QueueParams p_;
   pdu::IcResp icresp_;
@@ -153,7 +153,6 @@ private:
 
   RxCursor rx_;
   Rx rx_state_ = Rx::IcResp;
-  uint32_t rx_direct_ = 0; // bytes rx_iov offered straight into the data buffer
   std::array<uint8_t, 4> ddgst_{};
 };
 

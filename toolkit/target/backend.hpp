@@ -22,6 +22,8 @@ public:
   uint64_t bytes() const { return bytes_; }
   uint32_t lba() const { return lba_; }
   uint64_t blocks() const { return bytes_ / lba_; }
+  // Blocks lba .. lba+n-1 are all in the namespace (without overflow).
+  bool contains(uint64_t lba, uint64_t n) const { return lba < blocks() && n <= blocks() - lba; }
   // RAM: the namespace's bytes; nullptr otherwise.
   uint8_t *memory() const { return mem_; }
   // File: the O_DIRECT descriptor; -1 otherwise.

@@ -54,26 +54,9 @@ void Connection::close(const std::string &why) {
   close_reason_ = why;
 }
 
-size_t Connection::rx_iov(iovec iov[2]) {
-  rx_direct_ = 0;
-  if (rx_.pos == rx_.len) rx_.pos = rx_.len = 0;
-  if (rx_.len == rx_.buf.size()) { // compact: keep the partial PDU at the front
-    std::memmove(rx_.buf.data(), rx_.buf.data() + rx_.pos, rx_.len - rx_.pos);
-    rx_.len -= rx_.pos;
-    rx_.pos = 0;
-  }
-  size_t n = 0;
-  // The rest of a data transfer goes straight to its destination (a RAM
-  // namespace, or the command's buffer); the headers after it land in the
-  // staging buffer in the same receive. Only data that arrived together
-  // with a header is copied out of staging.
-  if (rx_state_ == Rx::Data && rx_.pos == rx_.len && rx_.left) {
-    iov[n++] = {rx_.dst, rx_.left};
-    rx_direct_ = rx_.left;
-  }
-  iov[n++] = {rx_.buf.data() + rx_.len, rx_.buf.size() - rx_.len};
-  return n;
-}
+// Staging is compacted only when full: a target connection reads far more
+// than it holds, and moving bytes costs more than a short receive.
+size_t Connection::rx_iov(iovec iov[2]) { return rx_.receive_iov(iov, rx_state_ == Rx::Data, 1); }
 
 void Connection::on_received(size_t n) {
   if (closing_) return;
@@ -83,19 +66,11 @@ void Connection::on_received(size_t n) {
   }
   stats_.rx_bytes += n;
   port_counters_.rx_bytes += n;
-  if (rx_direct_) {
-    const auto direct = static_cast<uint32_t>(std::min(n, rx_direct_));
-    if (dg_.data) rx_.crc = crc32c_update(rx_.crc, rx_.dst, direct);
-    rx_.dst += direct;
-    rx_.left -= direct;
-    n -= direct;
-    rx_direct_ = 0;
-    if (!rx_.left) {
-      if (dg_.data)
-        rx_state_ = Rx::DataDigest;
-      else
-        data_complete();
-    }
+  if (rx_.take_direct(n, dg_.data)) {
+    if (dg_.data)
+      rx_state_ = Rx::DataDigest;
+    else
+      data_complete();
   }
   rx_.len += n;
   process();
@@ -170,7 +145,7 @@ bool Connection::handle_icreq(const uint8_t *h) {
 
 void Connection::process() {
   while (!closing_) {
-    const size_t avail = rx_.len - rx_.pos;
+    const size_t avail = rx_.staged();
     switch (rx_state_) {
     case Rx::Discard: rx_.pos = rx_.len; return;
     case Rx::Ic: {

@@ -165,7 +165,6 @@ private:
   SendRing tx_;
 
   RxCursor rx_;
-  size_t rx_direct_ = 0; // bytes of the last rx_iov that go straight to rx_.dst
   Rx rx_state_ = Rx::Ic;
   bool cur_last_ = false;
   bool digest_failed_ = false;           // a data digest of the current transfer failed

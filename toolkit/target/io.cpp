@@ -42,9 +42,8 @@ uint8_t *Connection::ram_write_destination(const Cmd &c) {
   if (it == nss.end() || !ana_usable(port_.ana(it->second.cfg.anagrpid))) return nullptr;
   Backend &be = *it->second.backend;
   if (be.kind() != Backing::Ram) return nullptr;
-  const uint64_t slba = static_cast<uint64_t>(c.sqe.cdw(11)) << 32 | c.sqe.cdw(10);
-  const uint64_t nlb = (c.sqe.cdw(12) & 0xffff) + 1ull;
-  if (slba >= be.blocks() || nlb > be.blocks() - slba || c.sqe.sgl_len() != nlb * be.lba()) return nullptr;
+  const uint64_t slba = c.sqe.slba(), nlb = c.sqe.nlb();
+  if (!be.contains(slba, nlb) || c.sqe.sgl_len() != nlb * be.lba()) return nullptr;
   return be.memory() + slba * be.lba();
 }
 
@@ -53,16 +52,14 @@ void Connection::exec_io(Cmd &c, uint16_t slot) {
   if (!ns) return;
   Backend &be = *ns->backend;
   const uint8_t op = c.sqe.opcode();
-  const uint64_t slba = static_cast<uint64_t>(c.sqe.cdw(11)) << 32 | c.sqe.cdw(10);
-  const uint64_t nlb = (c.sqe.cdw(12) & 0xffff) + 1ull;
-  auto in_range = [&](uint64_t lba, uint64_t n) { return lba < be.blocks() && n <= be.blocks() - lba; };
+  const uint64_t slba = c.sqe.slba(), nlb = c.sqe.nlb();
   auto out_of_range = [&](uint64_t lba, uint64_t n) {
     refuse(slot, kStatusLbaOutOfRange, fmt::format("LBAs {}..{} beyond the namespace's {}", lba, lba + n - 1, be.blocks()));
   };
   switch (op) {
   case kCmdRead:
   case kCmdWrite: {
-    if (!in_range(slba, nlb)) return out_of_range(slba, nlb);
+    if (!be.contains(slba, nlb)) return out_of_range(slba, nlb);
     const uint64_t off = slba * be.lba(), len = nlb * be.lba();
     if (c.sqe.sgl_len() != len || (op == kCmdWrite && c.data_len != len))
       return refuse(
@@ -99,7 +96,7 @@ void Connection::exec_io(Cmd &c, uint16_t slot) {
     io_.submit_file(*this, slot, FileOp::Fsync, be.fd(), nullptr, 0, 0);
     return;
   case kCmdWriteZeroes:
-    if (!in_range(slba, nlb)) return out_of_range(slba, nlb);
+    if (!be.contains(slba, nlb)) return out_of_range(slba, nlb);
     if (be.kind() == Backing::File) {
       file_ops_++;
       io_.submit_file(*this, slot, FileOp::WriteZeroes, be.fd(), nullptr, nlb * be.lba(), slba * be.lba());
@@ -115,7 +112,7 @@ void Connection::exec_io(Cmd &c, uint16_t slot) {
     for (uint32_t i = 0; i < nr; i++) {
       const uint8_t *r = c.buf + i * kDsmRangeLen;
       const uint64_t lba = wire::get64(r, 8), n = wire::get32(r, 4);
-      if (n && !in_range(lba, n)) return out_of_range(lba, n);
+      if (n && !be.contains(lba, n)) return out_of_range(lba, n);
     }
     if (be.kind() == Backing::File) {
       // One range per file operation keeps the bookkeeping simple; hosts
