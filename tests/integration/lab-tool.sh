@@ -6,6 +6,10 @@ source "$(dirname "$0")/lib.sh"
 links_before=$(ip -o link | wc -l)
 lab_up --paths 3 --rate 100mbit --loss 1 --cc cubic --backup 3
 H=$lab-host T=$lab-target
+# The lab drops 1 % of every path's packets (--loss 1), and an nft drop in
+# the output hook fails ping's sendto: a path counts as reachable when one of
+# five pings gets through (all five lost: 1e-10).
+reaches() { for _ in 1 2 3 4 5; do in_host busybox ping -c 1 -W 2 "$1" >/dev/null 2>&1 && return 0; done; return 1; }
 [[ $(in_host ip -o -4 addr show | grep -c '10\.1\.[123]\.2/24') == 3 ]] && pass "3 paths with host addresses" || fail "host addresses"
 [[ $(in_target ip -o -4 addr show | grep -c '10\.1\.[123]\.1/24') == 3 ]] && pass "target addresses" || fail "target addresses"
 grep -q 'tbf.*rate 100Mbit' <<<"$(tc -n "$H" qdisc show dev h2)" && pass "rate shaping" || fail "no tbf on h2: $(tc -n "$H" qdisc show dev h2)"
@@ -14,19 +18,19 @@ grep -q '10.1.3.1 .*signal backup' <<<"$(ip -n "$T" mptcp endpoint show)" && pas
 [[ $(ip -n "$H" mptcp endpoint show | grep -c subflow) == 2 ]] && pass "host subflow endpoints" || fail "host endpoints"
 grep -q 'oifname "h1" numgen random mod 1000 < 10' <<<"$(in_host nft list chain inet mpnvme_lab output)" && pass "1% loss rule" || fail "loss rule"
 "$LAB" -n "$lab" status --json | jq -e '.counters | length == 3' >/dev/null && pass "status --json" || fail "status --json"
-in_host busybox ping -c 1 -W 2 10.1.2.1 >/dev/null && pass "path 2 reachable" || fail "ping path 2"
+reaches 10.1.2.1 && pass "path 2 reachable" || fail "ping path 2"
 "$LAB" -n "$lab" link 2 down
 [[ $("$LAB" -n "$lab" counters --json | jq -r '.[1].operstate') == DOWN ]] && pass "link 2 down" || fail "link 2 state"
 in_host busybox ping -c 1 -W 1 10.1.2.1 >/dev/null 2>&1 && fail "path 2 still carries traffic"
 "$LAB" -n "$lab" link 2 up
 sleep 0.5
-in_host busybox ping -c 1 -W 2 10.1.2.1 >/dev/null && pass "link 2 back up" || fail "path 2 after up"
+reaches 10.1.2.1 && pass "link 2 back up" || fail "path 2 after up"
 "$LAB" -n "$lab" loss 1 0
 grep -q 'oifname "h1".*drop' <<<"$(in_host nft list chain inet mpnvme_lab output)" && fail "loss on path 1 not removed" || pass "loss 1 0 removes the rule"
 "$LAB" -n "$lab" loss 2 100 || fail "loss 2 100 refused"
 in_host busybox ping -c 1 -W 1 10.1.2.1 >/dev/null 2>&1 && fail "path 2 not blackholed" || pass "loss 2 100 blackholes path 2"
 "$LAB" -n "$lab" loss 2 0
-in_host busybox ping -c 1 -W 2 10.1.2.1 >/dev/null && pass "path 2 back after the blackhole" || fail "path 2 after loss 0"
+reaches 10.1.2.1 && pass "path 2 back after the blackhole" || fail "path 2 after loss 0"
 "$LAB" -n "$lab" rate 3 20mbit || fail "rate 3 20mbit refused"
 grep -q 'tbf.*rate 20Mbit' <<<"$(tc -n "$T" qdisc show dev t3)" && pass "rate 3 20mbit on both ends" || fail "rate: $(tc -n "$T" qdisc show dev t3)"
 refuse() { # TEXT ARGS...
