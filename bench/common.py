@@ -87,12 +87,12 @@ def lab_fio(name):
     return [str(LAB), "-n", name, "exec", "host", "taskset", "-c", str(FIO_CPU), "fio"]
 
 
-def start_lab_target(name, target, paths, nqn, ns, log):
+def start_lab_target(name, target, paths, nqn, ns, log, extra=()):
     """mpnvme-target (the binary `target`) in the lab's target namespace on
     TARGET_CPU, one port per path; returns the process once it is ready."""
     with open(log, "w") as out:
         proc = subprocess.Popen([str(LAB), "-n", name, "exec", "target", "taskset", "-c", str(TARGET_CPU), str(target),
-                                 "--listen", lab_paths(paths), "--subnqn", nqn, "--ns", ns, "--log-level", "warn"],
+                                 "--listen", lab_paths(paths), "--subnqn", nqn, "--ns", ns, "--log-level", "warn", *extra],
                                 stdout=out, stderr=subprocess.STDOUT)
     wait_ready(log, proc)
     return proc

@@ -405,14 +405,17 @@ static enum fio_q_status mpnvme_fio_queue(struct thread_data *td, struct io_u *i
 
 /* Send what was queued; stamp issue time at the real send so that slat and
  * clat mean what they say, and count the real batch in fio's submit
- * histogram. */
+ * histogram. The stamp is taken before the send: the send itself may run
+ * the network's receive processing (veth, loopback: other flows' packets
+ * too), long enough for the answer to arrive before it returns, and a
+ * stamp after it would report a 2 us round trip. */
 static void send_pending(struct thread_data *td, struct glue *g) {
   struct timespec now;
 
   if (!g->nr_pending) return;
+  if (fio_fill_issue_time(td)) fio_gettime(&now, NULL);
   mpnvme_commit(g->session);
   if (fio_fill_issue_time(td)) {
-    fio_gettime(&now, NULL);
     for (unsigned int i = 0; i < g->nr_pending; i++) {
       memcpy(&g->pending[i]->issue_time, &now, sizeof(now));
       io_u_queued(td, g->pending[i]);

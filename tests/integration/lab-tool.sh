@@ -48,6 +48,32 @@ lab_up --paths 2 --rate 300mbit,30mbit
 grep -q 'rate 300Mbit' <<<"$(tc -n "$H" qdisc show dev h1)" && grep -q 'rate 30Mbit' <<<"$(tc -n "$T" qdisc show dev t2)" &&
   pass "one rate per path" || fail "per-path rates: $(tc -n "$H" qdisc show)"
 "$LAB" -n "$lab" down >/dev/null
+# --classes: HTB with the first-served class, and the packets of a socket
+# with SO_PRIORITY 6 land in it while unmarked ones do not.
+lab_up --paths 1 --rate 100mbit --classes priority:6
+grep -q 'class htb 1:10 parent 1:1 prio 0 rate 90Mbit ceil 100Mbit' <<<"$(tc -n "$H" class show dev h1)" &&
+  grep -q 'class htb 1:20 parent 1:1 prio 1 rate 10Mbit ceil 100Mbit' <<<"$(tc -n "$T" class show dev t1)" &&
+  pass "HTB classes on both ends" || fail "classes: $(tc -n "$H" class show dev h1)"
+class_bytes() { tc -n "$H" -s class show dev h1 classid "$1" | awk '/Sent/ {print $2; exit}'; }
+send_udp() { # PRIORITY BYTES: one datagram to the target's side of path 1
+  in_host python3 -c 'import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, int(sys.argv[1]))
+s.sendto(b"x" * int(sys.argv[2]), ("10.1.1.1", 9))' "$@"
+}
+before10=$(class_bytes 1:10) before20=$(class_bytes 1:20)
+send_udp 6 1000 # (1:20 may see the ARP exchange it starts: well under 1000 bytes)
+(($(class_bytes 1:10) > before10 + 1000 && $(class_bytes 1:20) < before20 + 1000)) && pass "priority 6 goes to 1:10" ||
+  fail "priority 6: 1:10 $before10 -> $(class_bytes 1:10), 1:20 $before20 -> $(class_bytes 1:20)"
+before20=$(class_bytes 1:20)
+send_udp 0 1000
+(($(class_bytes 1:20) > before20 + 1000)) && pass "unmarked goes to 1:20" || fail "unmarked: 1:20 $before20 -> $(class_bytes 1:20)"
+"$LAB" -n "$lab" rate 1 50mbit || fail "rate with classes refused"
+grep -q 'class htb 1:10 parent 1:1 prio 0 rate 45Mbit ceil 50Mbit' <<<"$(tc -n "$H" class show dev h1)" &&
+  pass "rate keeps the classes" || fail "rate with classes: $(tc -n "$H" class show dev h1)"
+refuse "--classes needs --rate" up --paths 1 --classes dscp:ef
+refuse "--classes: priority:N or dscp:VALUE, not 'tos:3'" up --paths 1 --rate 10mbit --classes tos:3
+"$LAB" -n "$lab" down >/dev/null
 if modprobe -n sch_netem 2>/dev/null && tc qdisc add dev lo root netem delay 1ms 2>/dev/null; then
   tc qdisc del dev lo root
   echo "netem available: delay accepted here"

@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Seed 001: priority pairs under contention (nvme-tcp: Set SO_PRIORITY for
+all sockets). A QD1 4 KiB latency job beside a 128 KiB QD32 bulk job on one
+shaped path, in both directions, TCP and MPTCP.
+
+The path is HTB at the line rate with two classes (mpnvme-lab --classes):
+what the nftables rule matches goes first. Writes are classified where they
+leave the host, by skb->priority (the latency job's sk_priority=io:6).
+Reads leave the target: the latency job sets tos=io:0xb8 (DSCP EF), the
+target answers each connection with the TOS of its SYN (--reflect-tos) and
+the target's side is classified by DSCP. A third case marks writes with
+both priority and TOS: Linux MPTCP subflows lose SO_PRIORITY once IP_TOS is
+set (../shared/design/netlab.md), TCP keeps it.
+
+Conditions, each the latency job's clat p50/p99/p99.9 as a ratio to idle:
+  idle       the latency job alone on the path
+  contended  with the bulk job, the latency job unmarked (one FIFO)
+  classes    with the bulk job, the latency job marked (its own class)
+  separate   the bulk job on a second path of the same rate: no shared
+             queue at all, only the shared CPUs. The best any network
+             priority can do on this machine; `classes` is also given as a
+             ratio to it.
+No MPTCP endpoints: each connection stays on its path."""
+import os
+import subprocess
+
+import common
+
+NQN = "nqn.2026-11.io.mpnvme:seed001"
+RATE_MBIT = 1000
+EF = "0xb8"
+# case: (direction, lab --classes, the latency job's marking)
+CASES = {
+    "write, sk_priority": ("write", "priority:6", ["--sk_priority=io:6"]),
+    "write, sk_priority + tos": ("write", "priority:6", ["--sk_priority=io:6", f"--tos=io:{EF}"]),
+    "read, tos reflected": ("read", "dscp:ef", [f"--tos=io:{EF}"]),
+}
+CONDITIONS = ("idle", "contended", "classes", "separate")
+PERCENTILES = (("p50", "50.000000"), ("p99", "99.000000"), ("p99.9", "99.900000"))
+
+
+class Lab:
+    """Two paths of RATE_MBIT with --classes MATCH; mpnvme-target on both."""
+
+    def __init__(self, name, match, work):
+        self.name, self.work = name, work
+        common.lab(name, "up", "--paths", "2", "--rate", f"{RATE_MBIT}mbit", "--classes", match, "--cc", "cubic",
+                   "--no-mptcp-endpoints")
+        self.target = None
+
+    def serve(self, transport):
+        self.stop_target()
+        self.target = common.start_lab_target(self.name, common.TARGET, 2, NQN, "ram:1g",
+                                              self.work / f"target-{self.name}-{transport}.log",
+                                              ("--transport", transport, "--reflect-tos"))
+
+    def stop_target(self):
+        if self.target:
+            self.target.terminate()
+            self.target.wait()
+            self.target = None
+
+    def close(self):
+        self.stop_target()
+        subprocess.run([str(common.LAB), "-n", self.name, "down"], capture_output=True)
+
+
+def fio_run(lab, tag, transport, direction, condition, marking, runtime):
+    """One run; returns the latency job's percentiles (us), its IOPS, the
+    bulk job's MiB/s and the latency job's clat log (every I/O)."""
+    out, log = lab.work / f"{tag}.json", lab.work / f"{tag}-lat"
+    rw = "randread" if direction == "read" else "randwrite"
+    common_opts = [f"--ioengine=external:{common.ENGINE}", f"--subnqn={NQN}", f"--transport={transport}", "--size=1g",
+                   "--time_based=1", f"--runtime={runtime}", "--ramp_time=1"]
+    lat = ["--name=latency", "--traddr=10.1.1.1", f"--rw={rw}", "--bs=4k", "--iodepth=1", f"--write_lat_log={log}",
+           "--log_avg_msec=0", *(marking if condition != "contended" else [])]
+    bulk = ["--name=bulk", f"--traddr=10.1.{2 if condition == 'separate' else 1}.1", f"--rw={direction}", "--bs=128k",
+            "--iodepth=32", "--sk_priority=0"]
+    cmd = [*common.lab_fio(lab.name), *common_opts, "--output-format=json", f"--output={out}", *lat,
+           *(bulk if condition != "idle" else [])]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=lab.work, env=common.fio_env())
+    if r.returncode:
+        common.die(f"fio failed ({tag}): {r.stderr[-2000:]}")
+    jobs = {j["jobname"]: j for j in common.fio_json(out)["jobs"]}
+    d = jobs["latency"][direction]
+    pct = {k: d["clat_ns"]["percentile"][f] / 1000 for k, f in PERCENTILES}
+    bulk_mib_s = jobs["bulk"][direction]["bw_bytes"] / 1048576 if "bulk" in jobs else 0.0
+    clat_us = []
+    for f in sorted(lab.work.glob(f"{tag}-lat_clat.*.log")):
+        clat_us += [int(line.split(",")[1]) / 1000 for line in f.read_text().splitlines() if line.strip()]
+    return {"pct_us": pct, "iops": d["iops"], "bulk_mib_s": bulk_mib_s, "clat_us": clat_us}
+
+
+def run(full, runs, work):
+    runtime = 10 if full else 3
+    res = {"rate_mbit": RATE_MBIT, "runtime_s": runtime, "cells": []}
+    name = f"p{os.getpid()}"
+    for match in ("priority:6", "dscp:ef"):
+        lab = Lab(f"{name}{match[0]}", match, work)
+        try:
+            for transport in ("tcp", "mptcp"):
+                lab.serve(transport)
+                for case, (direction, m, marking) in CASES.items():
+                    if m != match:
+                        continue
+                    cell = {"transport": transport, "case": case, "direction": direction, "classes": match,
+                            "marking": marking, "conditions": {}}
+                    for cond in CONDITIONS:
+                        rows = [fio_run(lab, f"{transport}-{direction}-{len(res['cells'])}-{cond}-{i}", transport,
+                                        direction, cond, marking, runtime) for i in range(runs)]
+                        cell["conditions"][cond] = {
+                            **{k: common.median_spread([r["pct_us"][k] for r in rows]) for k, _ in PERCENTILES},
+                            "iops": common.median_spread([r["iops"] for r in rows]),
+                            "bulk_mib_s": common.median_spread([r["bulk_mib_s"] for r in rows]),
+                            # The CDF of the median run by p99.
+                            "clat_us": sorted(sorted(rows, key=lambda r: r["pct_us"]["p99"])[len(rows) // 2]["clat_us"])}
+                    c = cell["conditions"]
+                    print(f"  {transport} {case}: p99 idle {c['idle']['p99']['median']:.0f} contended "
+                          f"{c['contended']['p99']['median']:.0f} classes {c['classes']['p99']['median']:.0f} separate "
+                          f"{c['separate']['p99']['median']:.0f} us", flush=True)
+                    res["cells"].append(cell)
+        finally:
+            lab.close()
+    return res
+
+
+def report(res, runs, plots):
+    lines = ["## Seed 001: priority pairs under contention", "",
+             f"One mpnvme-lab path of {res['rate_mbit']} Mbit, HTB with a first-served class (mpnvme-lab --classes); "
+             f"mpnvme-target on CPU {common.TARGET_CPU} (--reflect-tos), fio on CPU {common.FIO_CPU}. Latency job: 4 KiB "
+             "QD1; bulk job: 128 KiB QD32 at priority 0, same direction. Writes are classified on the host by "
+             "skb->priority, reads on the target by DSCP (TOS reflected from the host's SYN). "
+             f"{res['runtime_s']} s per run, medians of {runs}. Cells: the latency job's clat in us (ratio to idle); "
+             "`separate` puts the bulk job on a second path of the same rate: only the CPUs are shared, the floor any "
+             "network priority can reach here.", "",
+             "| transport | case | | idle | contended | classes | separate | classes / separate | bulk MiB/s (contended, classes) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for c in res["cells"]:
+        k = c["conditions"]
+        for p, _ in PERCENTILES:
+            idle = k["idle"][p]["median"]
+            cells = " | ".join(f"{k[cond][p]['median']:.0f} ({k[cond][p]['median'] / idle:.2f})" for cond in CONDITIONS[1:])
+            bulk = (f"{k['contended']['bulk_mib_s']['median']:.0f}, {k['classes']['bulk_mib_s']['median']:.0f}"
+                    if p == "p50" else "")
+            lines.append(f"| {c['transport'] if p == 'p50' else ''} | {c['case'] if p == 'p50' else ''} | {p} | "
+                         f"{idle:.0f} | {cells} | {k['classes'][p]['median'] / k['separate'][p]['median']:.2f} | {bulk} |")
+    lines += ["", "MPTCP with sk_priority and tos on the same socket: Linux MPTCP subflows lose SO_PRIORITY once IP_TOS is "
+              "set, so the priority classifier never sees the latency job (the engine warns about it); TCP keeps both. "
+              "Classify such traffic by DSCP instead.", ""]
+    lines += [f"![{p.stem}]({p.name})" for p in plots]
+    return "\n".join(lines) + "\n"
+
+
+def plot(res, out):
+    """Latency CDFs: one panel per transport and case, one line per condition."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    cells = res["cells"]
+    fig, axes = plt.subplots(2, (len(cells) + 1) // 2, figsize=(5 * ((len(cells) + 1) // 2), 8), squeeze=False)
+    for ax, c in zip(axes.flat, cells):
+        for cond in CONDITIONS:
+            v = c["conditions"][cond]["clat_us"]
+            if v:
+                ax.plot(v, [(i + 1) / len(v) for i in range(len(v))], label=cond)
+        ax.set_xscale("log")
+        ax.set_title(f"{c['transport']}: {c['case']}", fontsize=9)
+        ax.set_xlabel("clat (us)")
+        ax.set_ylabel("fraction of I/Os")
+        ax.grid(True, which="both", alpha=0.3)
+    axes.flat[0].legend(fontsize=8)
+    fig.tight_layout()
+    f = out / "seed001-latency-cdf.png"
+    fig.savefig(f, dpi=100)
+    plt.close(fig)
+    return [f]
