@@ -91,16 +91,20 @@ def fio_run(lab, tag, transport, direction, condition, marking, runtime):
     return {"pct_us": pct, "iops": d["iops"], "bulk_mib_s": bulk_mib_s, "clat_us": clat_us}
 
 
-def run(full, runs, work):
-    runtime = 10 if full else 3
+def run(full, runs, work, smoke=False):
+    """smoke: TCP only, one write and one read case, 1 s runs: the
+    functional check make check runs."""
+    runtime = 10 if full else 1 if smoke else 3
+    transports = ("tcp",) if smoke else ("tcp", "mptcp")
+    cases = {k: v for k, v in CASES.items() if not smoke or k != "write, sk_priority + tos"}
     res = {"rate_mbit": RATE_MBIT, "runtime_s": runtime, "cells": []}
     name = f"p{os.getpid()}"
     for match in ("priority:6", "dscp:ef"):
         lab = Lab(f"{name}{match[0]}", match, work)
         try:
-            for transport in ("tcp", "mptcp"):
+            for transport in transports:
                 lab.serve(transport)
-                for case, (direction, m, marking) in CASES.items():
+                for case, (direction, m, marking) in cases.items():
                     if m != match:
                         continue
                     cell = {"transport": transport, "case": case, "direction": direction, "classes": match,

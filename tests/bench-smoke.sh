@@ -1,10 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# bench/run seed000 --smoke: the bench's machinery end to end (lab, target,
-# fio, results.json, report.md, plots) in about a minute, checked for
-# shape and sense, never for speed: every cell moved data, the report has
-# the published figures beside ours, the plot is a PNG, and MPTCP round-robin
-# over 2 paths beats 1.5x the one path tcp numa uses.
+# bench/run seed000 and seed001 --smoke: the bench's machinery end to end
+# (lab, target, fio, results.json, report.md, plots) in about two minutes,
+# checked for shape and sense, never for speed: every cell moved data, the
+# report has the published figures beside ours, the plots are PNGs, MPTCP
+# round-robin over 2 paths beats 1.5x the one path tcp numa uses, and the
+# latency job's median with its own HTB class stays below a fifth of its
+# median queued behind the bulk job (about a hundredth when it works).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d /tmp/mpnvme-bench-smoke.XXXXXX)
@@ -25,4 +27,21 @@ read -r mp one < <(jq -r '.seed000.matrix | map(select(.condition == "lossless")
   "\(map(select(.transport == "mptcp" and .iopolicy == "round-robin"))[0].randread.mib_s.median) \(map(select(.transport == "tcp" and .iopolicy == "numa"))[0].randread.mib_s.median)"' "$json")
 awk -v a="$mp" -v b="$one" 'BEGIN { exit !(a > 1.5 * b) }' || fail "MPTCP round-robin over 2 paths ($mp MiB/s) not above 1.5x one path ($one)"
 grep -A3 '^| transport | iopolicy' "$out/report.md"
-echo "PASS: mptcp round-robin over 2 paths $mp MiB/s, one path (tcp numa) $one MiB/s"
+echo "ok: mptcp round-robin over 2 paths $mp MiB/s, one path (tcp numa) $one MiB/s"
+
+"$root/bench/run" seed001 --smoke --out "$out/s1" >"$out/run1.log" 2>&1 || { tail -30 "$out/run1.log"; echo "FAIL: bench/run seed001"; exit 1; }
+json=$out/s1/results.json
+[[ $(jq -c '[.seed001.cells[] | "\(.transport) \(.direction)"]' "$json") == '["tcp write","tcp read"]' ]] ||
+  fail "seed001 cells: $(jq -c '[.seed001.cells[] | .case]' "$json")"
+jq -e '[.seed001.cells[].conditions[] | .iops.median, (.clat_us | length)] | all(. > 0)' "$json" >/dev/null ||
+  fail "a seed001 run did no I/O or logged none"
+jq -e '[.seed001.cells[].conditions | .contended.bulk_mib_s.median, .classes.bulk_mib_s.median] | all(. > 0)' "$json" >/dev/null ||
+  fail "the bulk job moved nothing"
+while read -r dir contended classes; do
+  awk -v c="$contended" -v p="$classes" 'BEGIN { exit !(p * 5 < c) }' ||
+    fail "$dir: the latency job's p50 with its class ($classes us) is not below a fifth of the contended one ($contended us)"
+  echo "ok: $dir p50 contended $contended us, with classes $classes us"
+done < <(jq -r '.seed001.cells[] | "\(.direction) \(.conditions.contended.p50.median) \(.conditions.classes.p50.median)"' "$json")
+grep -q '^## Seed 001' "$out/s1/report.md" || fail "report.md has no seed 001 section"
+[[ $(head -c 8 "$out/s1/seed001-latency-cdf.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "seed001-latency-cdf.png is not a PNG"
+echo PASS
