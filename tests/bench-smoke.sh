@@ -3,8 +3,8 @@
 # bench/run seed000 and seed001 --smoke: the bench's machinery end to end
 # (lab, target, fio, results.json, report.md, plots) in about two minutes,
 # checked for shape and sense, never for speed: every cell moved data, the
-# report has the published figures beside ours, the plots are PNGs, MPTCP
-# round-robin over 2 paths beats 1.5x the one path tcp numa uses, and the
+# report has the published figures beside ours, the plots are PNGs, one
+# MPTCP connection over 2 paths beats 1.5x one TCP path (numa), and the
 # latency job's median with its own HTB class stays below a fifth of its
 # median queued behind the bulk job (about a hundredth when it works).
 set -euo pipefail
@@ -23,11 +23,13 @@ grep -q '| tcp | round-robin | .* | 455 (0.95) | 455 (0.95) |' "$out/report.md" 
 grep -q 'seed000-matrix.png' "$out/report.md" || fail "report.md does not embed the plot"
 [[ $(head -c 8 "$out/seed000-matrix.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "seed000-matrix.png is not a PNG"
 (($(stat -c %s "$out/seed000-matrix.png") > 10000)) || fail "seed000-matrix.png is nearly empty"
-read -r mp one < <(jq -r '.seed000.matrix | map(select(.condition == "lossless")) |
-  "\(map(select(.transport == "mptcp" and .iopolicy == "round-robin"))[0].randread.mib_s.median) \(map(select(.transport == "tcp" and .iopolicy == "numa"))[0].randread.mib_s.median)"' "$json")
-awk -v a="$mp" -v b="$one" 'BEGIN { exit !(a > 1.5 * b) }' || fail "MPTCP round-robin over 2 paths ($mp MiB/s) not above 1.5x one path ($one)"
+# numa uses one controller: over TCP one path, over MPTCP one connection
+# whose subflows use both.
+read -r mp one < <(jq -r '.seed000.matrix | map(select(.condition == "lossless" and .iopolicy == "numa")) |
+  "\(map(select(.transport == "mptcp"))[0].randread.mib_s.median) \(map(select(.transport == "tcp"))[0].randread.mib_s.median)"' "$json")
+awk -v a="$mp" -v b="$one" 'BEGIN { exit !(a > 1.5 * b) }' || fail "one MPTCP connection over 2 paths ($mp MiB/s) not above 1.5x one TCP path ($one)"
 grep -A3 '^| transport | iopolicy' "$out/report.md"
-echo "ok: mptcp round-robin over 2 paths $mp MiB/s, one path (tcp numa) $one MiB/s"
+echo "ok: one MPTCP connection over 2 paths $mp MiB/s, one TCP path $one MiB/s"
 
 "$root/bench/run" seed001 --smoke --out "$out/s1" >"$out/run1.log" 2>&1 || { tail -30 "$out/run1.log"; echo "FAIL: bench/run seed001"; exit 1; }
 json=$out/s1/results.json

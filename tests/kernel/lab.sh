@@ -28,7 +28,10 @@ case "$series" in
   6.1) meta=linux-image-cloud-amd64 ;;
   *) echo "lab: MPNVME_LAB_KERNEL=$series: accepted 6.12, 6.1" >&2; exit 2 ;;
 esac
-modules=(configfs nvmet nvmet-tcp nvme-tcp nvme-fabrics brd loop virtio_pci virtio_net sch_netem)
+# The NVMe drivers, a RAM disk, the network card, and what mpnvme-lab needs
+# inside the guest (bench/guest.py): veth, the qdiscs and nftables.
+modules=(configfs nvmet nvmet-tcp nvme-tcp nvme-fabrics brd loop virtio_pci virtio_net sch_netem
+  veth sch_tbf sch_htb nf_tables nft_numgen)
 
 die() { echo "lab: $*" >&2; exit 1; }
 source "$here/guest-common.sh"
@@ -44,15 +47,23 @@ kernel_dir() {
 
 prepare() {
   local kd; kd=$(kernel_dir)
-  [[ -f "$kd/ready" ]] && { echo "$kd"; return; }
-  rm -rf "$kd"; mkdir -p "$kd/deb"
-  (cd "$kd/deb" && apt-get download -q "$(basename "$kd")" >/dev/null 2>&1) || die "apt-get download $(basename "$kd") failed"
-  dpkg-deb -x "$kd"/deb/*.deb "$kd/root"
-  rm -rf "$kd/deb"
+  # The base initramfs is rebuilt when the module list or the guest's
+  # scripts change; the kernel package is fetched once.
+  local want; want=$(cat <(echo "${modules[*]}") "$here/guest-init.sh" "$here/guest-lib.sh" | md5sum | cut -d' ' -f1)
+  [[ -f "$kd/ready" && $(cat "$kd/ready") == "$want" ]] && { echo "$kd"; return; }
+  if [[ ! -f "$kd/extracted" ]]; then
+    rm -rf "$kd"; mkdir -p "$kd/deb"
+    (cd "$kd/deb" && apt-get download -q "$(basename "$kd")" >/dev/null 2>&1) || die "apt-get download $(basename "$kd") failed"
+    dpkg-deb -x "$kd"/deb/*.deb "$kd/root"
+    rm -rf "$kd/deb"
+    local v; v=$(ls "$kd/root/lib/modules")
+    find "$kd/root/lib/modules/$v" -name '*.ko.xz' -exec xz -d {} +
+    depmod -b "$kd/root" "$v"
+    cp "$kd"/root/boot/vmlinuz-* "$kd/vmlinuz"
+    touch "$kd/extracted"
+  fi
   local ver; ver=$(ls "$kd/root/lib/modules")
-  find "$kd/root/lib/modules/$ver" -name '*.ko.xz' -exec xz -d {} +
-  depmod -b "$kd/root" "$ver"
-  cp "$kd"/root/boot/vmlinuz-* "$kd/vmlinuz"
+  rm -rf "$kd/initramfs"
   # Base initramfs: busybox, the modules in dependency order, iproute2's tc
   # (busybox tc cannot do netem), the guest helper library and /init.
   local ir="$kd/initramfs"; mkdir -p "$ir"/{bin,sbin,lib/modules,proc,sys,dev,tmp,etc,mnt}
@@ -73,7 +84,7 @@ prepare() {
   cp "$here/guest-init.sh" "$ir/init"; chmod +x "$ir/init"
   cp "$here/guest-lib.sh" "$ir/lib/guest-lib.sh"
   (cd "$ir" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) > "$kd/base.cpio.gz"
-  touch "$kd/ready"
+  echo "$want" > "$kd/ready"
   echo "$kd"
 }
 

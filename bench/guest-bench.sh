@@ -1,0 +1,105 @@
+#!/usr/local/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Runs inside the qemu kernel lab guest (bench/run seed000 --guest): the
+# plan's cells on mpnvme-lab paths made inside the guest, where the Debian
+# kernel has netem, the nvme-tcp host and native multipath. Each cell is
+# the engine (fio with fio-mpnvme.so) or the kernel host (mpnvme-nvmet
+# connect --job, mpnvme-iopolicy, fio libaio on the multipath device)
+# against mpnvme-target --job serving the same job file. One line per run
+# on the console: "BENCH TAG JSON", then "BENCH-DONE".
+#   /files/params: RATE_MBIT DELAY_MS LOSS_PCT RUNTIME RAMP PRELOAD (shell
+#                  variables; PRELOAD: the ASan runtime of a sanitizer build)
+#   /files/plan:   CONDITION SIDE TRANSPORT IOPOLICY RW TAG, one per line
+set -uo pipefail
+export PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin # iproute2 before busybox's applets
+source /files/params
+LAB="bash /files/mpnvme-lab -n g"
+JOB=/files/guest-seed.fio
+export MPNVME_ENGINE=/usr/local/bin/fio-mpnvme.so MPNVME_SUBNQN=nqn.2026-12.io.mpnvme:guest-seed
+export MPNVME_TRADDR=10.1.1.1,10.1.2.1,10.1.3.1,10.1.4.1 MPNVME_RUNTIME=$RUNTIME MPNVME_RAMP=$RAMP
+export MPNVME_IOPOLICY=round-robin MPNVME_RW=randread
+mkdir -p /run /var /etc/nvme && mount -t tmpfs tmpfs /run && ln -sfn /run /var/run
+echo "nqn.2014-08.org.nvmexpress:uuid:5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" > /etc/nvme/hostnqn
+echo "5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" > /etc/nvme/hostid
+say() { echo "BENCH $*"; }
+
+# The runs' throughput logs: 500 ms samples from the end of the ramp.
+BWLOG=(--write_bw_log=/tmp/bw --log_avg_msec=500)
+
+# steady: the mean of the jobs' summed bandwidth samples after the first,
+# in MiB/s (as bench/common.py's steady_mib_s: fio's own figure also counts
+# the commands in flight when the time is up).
+steady() {
+  awk -F, 'FNR == 1 { f++ } { sum[FNR] += $2; n[FNR]++ }
+    END { for (i = 2; (i in n) && n[i] == f; i++) { t += sum[i]; c++ } print (c ? t / c / 1024 : 0) }' /tmp/bw_bw.*.log
+}
+
+# result TAG read|write FILE: the run as one JSON line, then its logs go.
+result() {
+  local rw=$2
+  say "$1 $(sed -n '/^{/,$p' "$3" | jq -c --arg rw "$rw" --argjson steady "$(steady)" '.jobs[0] | {mib_s: $steady,
+    fio_mib_s: (.[$rw].bw_bytes / 1048576), io_bytes: .[$rw].io_bytes,
+    clat_p99_us: (.[$rw].clat_ns.percentile["99.000000"] / 1000), error}')"
+  rm -f /tmp/bw_bw.*.log
+}
+
+up() { # CONDITION: the lab and mpnvme-target --job serving every path
+  local cond=$1 args=(--paths 4 --rate "${RATE_MBIT}mbit" --cc cubic)
+  [[ $cond == lossy ]] && args+=(--delay "$DELAY_MS" --loss "$LOSS_PCT")
+  local out
+  out=$($LAB up "${args[@]}" 2>&1) || { say "lab-failed $cond: $(tr '\n' ' ' <<<"$out")"; return 1; }
+  # The target listens MPTCP: plain TCP hosts (the kernel's, the engine's
+  # tcp cells) are served by the fallback to TCP.
+  MPNVME_TRANSPORT=mptcp $LAB exec target mpnvme-target --job "$JOB" --log-level warn >/tmp/target-$cond.log 2>&1 &
+  for _ in $(seq 100); do grep -q 'mpnvme-target: ready' /tmp/target-$cond.log && return 0; sleep 0.2; done
+  say "target-failed $cond $(tail -3 /tmp/target-$cond.log | tr '\n' ' ')"
+  return 1
+}
+
+engine_cell() { # TAG TRANSPORT IOPOLICY RW (mptcp1: one MPTCP connection, on path 1)
+  local traddr=$MPNVME_TRADDR transport=$2
+  [[ $2 == mptcp1 ]] && traddr=10.1.1.1 transport=mptcp
+  MPNVME_TRADDR=$traddr MPNVME_TRANSPORT=$transport MPNVME_IOPOLICY=$3 MPNVME_RW=$4 $LAB exec host \
+    env ${PRELOAD:+LD_PRELOAD=$PRELOAD ASAN_OPTIONS=detect_leaks=0:abort_on_error=1} fio "$JOB" "${BWLOG[@]}" --output-format=json \
+    --output=/tmp/$1.json >/tmp/$1.log 2>&1 || { say "$1 {\"failed\": \"$(tail -2 /tmp/$1.log | tr '\n"' ' ')\"}"; return; }
+  result "$1" "${4#rand}" /tmp/$1.json
+}
+
+kernel_cell() { # TAG IOPOLICY RW: the kernel host, connected from the lab's host namespace
+  local out dev
+  out=$(MPNVME_TRANSPORT=tcp MPNVME_IOPOLICY=$2 $LAB exec host mpnvme-nvmet connect --job "$JOB" --ctrl-loss-tmo 10 2>&1) ||
+    { say "$1 {\"failed\": \"connect: $(echo $out | tr '"' ' ')\"}"; return; }
+  dev=$(sed -n 's/^device //p' <<<"$out")
+  mpnvme-iopolicy set "$2" --nqn "$MPNVME_SUBNQN" >/dev/null 2>&1 || say "$1-note iopolicy $2 not set: $(mpnvme-iopolicy set "$2" --nqn "$MPNVME_SUBNQN" 2>&1)"
+  fio --name=seed --filename="$dev" --ioengine=libaio --direct=1 --rw="$3" --bs=128k --numjobs=2 --iodepth=32 \
+    --size=256m --time_based=1 --runtime="$RUNTIME" --ramp_time="$RAMP" --group_reporting=1 "${BWLOG[@]}" \
+    --output-format=json --output=/tmp/$1.json >/tmp/$1.log 2>&1 || say "$1 {\"failed\": \"$(tail -2 /tmp/$1.log | tr '\n"' ' ')\"}"
+  [[ -s /tmp/$1.json ]] && result "$1" "${3#rand}" /tmp/$1.json
+  say "$1-paths $(mpnvme-iopolicy show --json 2>/dev/null | jq -c '[.. | objects | select(has("reads")) | {controller, reads, writes}]' 2>/dev/null)"
+  MPNVME_TRANSPORT=tcp $LAB exec host mpnvme-nvmet disconnect --job "$JOB" >/dev/null 2>&1
+}
+
+# What the loss rules dropped on the host side against what it sent, and
+# the mean size of what was sent: the rules drop whole GSO packets.
+loss_counters() { # CONDITION
+  local dropped sent
+  dropped=$($LAB exec host nft list chain inet mpnvme_lab output | awk '/drop/ { for (i = 1; i < NF; i++) if ($i == "packets") s += $(i + 1) } END { print s + 0 }')
+  sent=$($LAB counters --json | jq -c '{tx_packets: ([.[].tx_packets] | add), tx_bytes: ([.[].tx_bytes] | add)}')
+  say "counters $1 {\"dropped\": $dropped, \"sent\": $sent}"
+}
+
+current=""
+while read -r cond side transport policy rw tag; do
+  [[ -z $cond ]] && continue
+  if [[ $cond != "$current" ]]; then
+    [[ -n $current ]] && { loss_counters "$current"; $LAB down >/dev/null; }
+    up "$cond" || continue
+    current=$cond
+    say "lab $cond $($LAB status | grep -m2 -E 'qdisc (netem|tbf)' | tr -s ' ' | tr '\n' ';')"
+  fi
+  if [[ $side == engine ]]; then engine_cell "$tag" "$transport" "$policy" "$rw"; else kernel_cell "$tag" "$policy" "$rw"; fi
+done </files/plan
+[[ -n $current ]] && loss_counters "$current"
+$LAB down >/dev/null
+say "kernel $(uname -r) cpus $(nproc)"
+echo BENCH-DONE

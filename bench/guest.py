@@ -1,0 +1,251 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""Seed 000 in the qemu kernel lab: the cells this kernel cannot run here,
+inside a Debian guest (tests/kernel/lab.sh) that has netem, the nvme-tcp
+host and native multipath.
+
+- Delay: the selftest's lossy case is 5 ms + 0.5 % loss per path at
+  1 Gbit. The guest is emulated (TCG, one vCPU), so its paths run at
+  RATE_MBIT; the delay is scaled up by the same factor (1000 / RATE_MBIT)
+  so the bandwidth-delay product, and with it the queue lengths in packets
+  and the loss-limited TCP throughput, match the 1 Gbit / 5 ms case (a
+  scaled rate with the original delay would flatter TCP). The lossless
+  cells check the scale: they should reach 0.9 of the scaled line.
+- The kernel host beside the engine: every TCP cell also runs through the
+  guest's Linux host (mpnvme-nvmet connect --job, the iopolicy set with
+  mpnvme-iopolicy, fio libaio on the multipath device), in the same guest
+  run, against the same mpnvme-target --job and the same job file
+  (bench/guest-seed.fio); the report gives engine / kernel per cell.
+Everything (lab namespaces, target, engine, kernel host, fio) runs in the
+guest; bench/guest-bench.sh is its runner."""
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import time
+
+import common
+
+# Per path inside the guest: the one emulated vCPU (the 6.12 kernel does
+# not boot with 2 under TCG) keeps 4 x 40 Mbit of TCP at 0.95 of the line.
+RATE_MBIT = 40
+PATHS = 4
+SCALE = 1000 // RATE_MBIT
+DELAY_MS = 5 * SCALE
+LOSS_PCT = 0.5
+HERE = pathlib.Path(__file__).resolve().parent
+LABSH = common.ROOT / "tests" / "kernel" / "lab.sh"
+# Published figures as ratios to their 4 x 1 Gbit line (MiB/s read, write).
+PUBLISHED = {("tcp", "round-robin", "lossless"): (455, 455), ("mptcp", "round-robin", "lossless"): (445, 445),
+             ("tcp", "round-robin", "lossy"): (144, 100), ("mptcp", "round-robin", "lossy"): (428, 431)}
+
+
+def line_mib_s():
+    return PATHS * RATE_MBIT * 1e6 / 8 / 1048576
+
+
+def cells(full):
+    """(side, transport, iopolicy): the engine's TCP and MPTCP cells and the
+    kernel host's TCP cell for each policy the kernel has, and one MPTCP
+    connection for all paths (mptcp1: path 1, the subflows join the rest;
+    --full only, like the policies other than round-robin)."""
+    policies = ("numa", "round-robin", "queue-depth") if full else ("round-robin",)
+    out = []
+    for p in policies:
+        out += [("engine", "tcp", p), ("kernel", "tcp", p), ("engine", "mptcp", p)]
+    return out + [("engine", "mptcp1", "numa")] if full else out
+
+
+def guest_binaries():
+    progs = [shutil.which(p) for p in ("bash", "ip", "tc", "nft", "jq", "fio")]
+    if None in progs:
+        common.die("the guest needs bash, iproute2, nftables, jq and fio on this machine")
+    b = common.BUILD
+    return progs + [str(common.ENGINE), str(common.TARGET), str(b / "toolkit" / "nvmet" / "mpnvme-nvmet"),
+                    str(b / "toolkit" / "iopolicy" / "mpnvme-iopolicy")]
+
+
+def asan_runtime():
+    """The ASan runtime an ASan-built engine needs preloaded into fio (the
+    tests' build), at the path the guest gets it under; empty otherwise."""
+    ldd = subprocess.run(["ldd", str(common.ENGINE)], capture_output=True, text=True).stdout
+    m = re.search(r"(/\S*libasan\.so\S*)", ldd)
+    return m.group(1) if m else ""
+
+
+def run(full, runs, work, smoke=False):
+    """smoke: the lossy condition only, the engine's and the kernel's TCP
+    round-robin reads, 2 s runs: the functional check make check runs."""
+    runtime, ramp = (20, 5) if full else (2, 1) if smoke else (8, 3)
+    conditions = ("lossy",) if smoke else ("lossless", "lossy")
+    rws = ("randread",) if smoke else ("randread", "randwrite")
+    chosen = [c for c in cells(full) if not smoke or c[1] == "tcp"]
+    plan = []
+    for cond in conditions:
+        for side, transport, pol in chosen:
+            for rw in rws:
+                for i in range(runs):
+                    plan.append(f"{cond} {side} {transport} {pol} {rw} {cond}-{side}-{transport}-{pol}-{rw}-{i}")
+    gdir = work / "guest"
+    gdir.mkdir()
+    (gdir / "plan").write_text("\n".join(plan) + "\n")
+    (gdir / "params").write_text(f"RATE_MBIT={RATE_MBIT} DELAY_MS={DELAY_MS} LOSS_PCT={LOSS_PCT} RUNTIME={runtime} RAMP={ramp} "
+                                 f"PRELOAD={asan_runtime()}\n")
+    setup = gdir / "setup.sh"
+    setup.write_text("/usr/local/bin/bash /files/guest-bench.sh > /dev/console 2>&1 &\n")
+    files = [gdir / "plan", gdir / "params", common.LAB, HERE / "guest-seed.fio", HERE / "guest-bench.sh"]
+    for f in guest_binaries():
+        if not pathlib.Path(f).exists():
+            common.die(f"{f} is missing: run make first")
+    state = gdir / "lab"
+    netns = f"mpnvme-bench{os.getpid()}"
+    env = dict(os.environ, MPNVME_LAB_BINARIES=" ".join(guest_binaries()), MPNVME_LAB_FILES=" ".join(map(str, files)),
+               MPNVME_LAB_MEM="1536", MPNVME_LAB_TIMEOUT="300")
+    # The guest's user-mode network stays in a namespace of its own: nothing
+    # it does reaches this machine's network.
+    subprocess.run(["ip", "netns", "add", netns], check=True)
+    console = state / "console.log"
+    started = time.monotonic()
+    try:
+        subprocess.run(["ip", "netns", "exec", netns, "ip", "link", "set", "lo", "up"], check=True)
+        r = subprocess.run(["ip", "netns", "exec", netns, str(LABSH), "start", str(state), str(setup)], env=env,
+                           capture_output=True, text=True)
+        if r.returncode:
+            common.die(f"the kernel lab did not boot: {r.stderr[-1500:]}")
+        boot_s = time.monotonic() - started
+        budget = len(plan) * (runtime + ramp + 30) + 120
+        deadline = time.monotonic() + budget
+        seen = 0
+        while "BENCH-DONE" not in console.read_text(errors="replace"):
+            lines = [x for x in console.read_text(errors="replace").splitlines() if x.startswith("BENCH ")]
+            for x in lines[seen:]:
+                print(f"  guest: {x[6:200]}", flush=True)
+            seen = len(lines)
+            if time.monotonic() > deadline:
+                common.die(f"the guest did not finish its {len(plan)} runs in {budget} s; console tail:\n"
+                           + "\n".join(console.read_text(errors="replace").splitlines()[-30:]))
+            time.sleep(2)
+        text = console.read_text(errors="replace")
+    finally:
+        subprocess.run(["ip", "netns", "exec", netns, str(LABSH), "stop", str(state)], capture_output=True)
+        subprocess.run(["ip", "netns", "del", netns], capture_output=True)
+    return parse(text, conditions, chosen, rws, runs, runtime, ramp, boot_s, time.monotonic() - started)
+
+
+def parse(text, conditions, chosen, rws, runs, runtime, ramp, boot_s, total_s):
+    by_tag, notes, counters, paths, labs = {}, [], {}, {}, []
+    for line in text.splitlines():
+        m = re.match(r"BENCH (\S+) (\S+ )?(\{.*\})\s*$", line.replace("\r", ""))
+        if m and m.group(1) == "counters":
+            counters[m.group(2).strip()] = json.loads(m.group(3))
+        elif m and not m.group(2):
+            by_tag[m.group(1)] = json.loads(m.group(3))
+        elif re.match(r"BENCH \S+-paths ", line):
+            tag, split = line[6:].split(" ", 1)
+            paths[tag[:-len("-paths")]] = split.strip()
+        elif line.startswith("BENCH lab "):
+            labs.append(line[10:].strip())
+        elif line.startswith("BENCH "):
+            notes.append(line[6:].strip())
+    res = {"rate_mbit": RATE_MBIT, "paths": PATHS, "delay_ms": DELAY_MS, "scale": SCALE, "loss_pct": LOSS_PCT,
+           "runtime_s": runtime, "ramp_s": ramp, "boot_s": boot_s, "total_s": total_s, "line_mib_s": line_mib_s(),
+           "notes": notes, "counters": counters,
+           "kernel_path_split": paths, "labs": labs, "cells": []}
+    for cond in conditions:
+        for side, transport, pol in chosen:
+            cell = {"condition": cond, "side": side, "transport": transport, "iopolicy": pol}
+            for rw in ("randread", "randwrite"):
+                if rw not in rws:
+                    cell[rw] = {"mib_s": None, "clat_p99_us": None, "failed": ["not run"]}
+                    continue
+                rows = [by_tag.get(f"{cond}-{side}-{transport}-{pol}-{rw}-{i}", {"failed": "no result"}) for i in range(runs)]
+                failed = [r["failed"] for r in rows if "failed" in r or r.get("error")]
+                ok = [r for r in rows if "mib_s" in r and not r.get("error")]
+                cell[rw] = {"mib_s": common.median_spread([r["mib_s"] for r in ok]) if ok else None,
+                            "clat_p99_us": common.median_spread([r["clat_p99_us"] for r in ok]) if ok else None,
+                            "failed": failed}
+            res["cells"].append(cell)
+    return res
+
+
+def fmt(d, line):
+    if d is None or d["failed"] == ["not run"]:
+        return "-"
+    if not d["mib_s"]:
+        return "failed: " + "; ".join(str(f)[:80] for f in d["failed"])
+    m = d["mib_s"]["median"]
+    return f"{m:.1f} ({m / line:.2f})"
+
+
+def report(res, runs):
+    line = res["line_mib_s"]
+    pub_line = 4000 * 1e6 / 8 / 1048576
+    lines = ["## Seed 000 in the qemu kernel lab: delay, and the kernel host beside the engine", "",
+             f"Every cell here ran **inside a Debian guest** (Linux {guest_kernel(res)}, TCG, 1 vCPU) on "
+             f"{res['paths']} x **{res['rate_mbit']} Mbit** mpnvme-lab paths (line {line:.1f} MiB/s), not at 1 Gbit. "
+             f"Lossy: {res['loss_pct']} % loss + **{res['delay_ms']} ms** delay per path and direction: the selftest's "
+             f"5 ms scaled by {res['scale']}, like the rate, so the bandwidth-delay product matches 1 Gbit / 5 ms. "
+             "mpnvme-target --job (MPTCP listener; TCP hosts use its fallback) and fio run in the guest; workload "
+             "bench/guest-seed.fio (128 KiB, 2 jobs x QD32), "
+             f"{res['runtime_s']} s after {res['ramp_s']} s ramp, medians of {runs}. Cells: MiB/s (ratio to line). "
+             "kernel: the guest's nvme-tcp host with native multipath, connected by mpnvme-nvmet connect --job to the "
+             "same paths, iopolicy set by mpnvme-iopolicy, fio libaio on the multipath device. Published: the "
+             "selftest's figures (kernel host and nvmet, 4 x 1 Gbit) as ratios to their line.", "",
+             "| condition | iopolicy | engine tcp read | kernel tcp read | engine / kernel | engine tcp write | "
+             "kernel tcp write | engine / kernel | engine mptcp read | engine mptcp write | published tcp | published mptcp |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    one = ["", "One MPTCP connection for all paths (the engine on path 1; MPTCP's subflows join the other three):", "",
+           "| condition | read | write |", "|---|---|---|"]
+    by = {(c["condition"], c["side"], c["transport"], c["iopolicy"]): c for c in res["cells"]}
+
+    def ratio(a, b):
+        return f"{a['mib_s']['median'] / b['mib_s']['median']:.2f}" if a["mib_s"] and b["mib_s"] and b["mib_s"]["median"] else "-"
+
+    def pub(t, p, cond):
+        v = PUBLISHED.get((t, p, cond))
+        return f"{v[0] / pub_line:.2f} / {v[1] / pub_line:.2f}" if v else ""
+
+    for cond in ("lossless", "lossy"):
+        for pol in sorted({c["iopolicy"] for c in res["cells"]}, key=["numa", "round-robin", "queue-depth"].index):
+            e, k, m = by.get((cond, "engine", "tcp", pol)), by.get((cond, "kernel", "tcp", pol)), by.get((cond, "engine", "mptcp", pol))
+            if not (e and k):
+                continue
+            m = m or {"randread": None, "randwrite": None}
+            lines.append(f"| {cond} | {pol} | {fmt(e['randread'], line)} | {fmt(k['randread'], line)} | "
+                         f"{ratio(e['randread'], k['randread'])} | {fmt(e['randwrite'], line)} | {fmt(k['randwrite'], line)} | "
+                         f"{ratio(e['randwrite'], k['randwrite'])} | {fmt(m['randread'], line)} | {fmt(m['randwrite'], line)} | "
+                         f"{pub('tcp', pol, cond)} | {pub('mptcp', pol, cond)} |")
+        c = by.get((cond, "engine", "mptcp1", "numa"))
+        if c:
+            one.append(f"| {cond} | {fmt(c['randread'], line)} | {fmt(c['randwrite'], line)} |")
+    if len(one) > 5:  # rows beyond the header: --full ran the one-connection cells
+        lines += one
+    def lossless(transports):
+        return [c[rw]["mib_s"]["median"] / line for c in res["cells"] if c["condition"] == "lossless"
+                and c["transport"] in transports for rw in ("randread", "randwrite") if c[rw]["mib_s"]]
+    tcp, mptcp = lossless(("tcp",)), lossless(("mptcp", "mptcp1"))
+    if tcp:
+        lines += ["", f"Scale check: the lossless TCP cells (engine and kernel) reach {min(tcp):.2f}..{max(tcp):.2f} of the "
+                  "scaled line: 0.9 or more means the emulated CPU is not what limits them."
+                  + (f" The MPTCP cells reach {min(mptcp):.2f}..{max(mptcp):.2f}, as on this machine's 1 Gbit paths "
+                     "(seed000's lossless mptcp rows), where the CPU is not the limit either." if mptcp else "")]
+    c = res["counters"].get("lossy")
+    if c and c["sent"]["tx_packets"]:
+        lines += ["", f"Loss check (lossy, host side): the rules dropped {c['dropped']} of {c['sent']['tx_packets']} packets "
+                  f"({100 * c['dropped'] / c['sent']['tx_packets']:.2f} %). These are GSO packets, "
+                  f"{c['sent']['tx_bytes'] / c['sent']['tx_packets']:.0f} bytes on average; the rules drop them whole, as "
+                  "the selftest's netem does. At 1 Gbit TCP builds larger ones (up to 64 KiB), so the same 0.5 % is "
+                  "fewer loss events per byte there: the scaled cells are, if anything, the harsher case."]
+    lines += ["", f"Guest boot {res['boot_s']:.0f} s, whole guest run {res['total_s']:.0f} s."]
+    notes = [n for n in res["notes"] if not n.startswith("kernel ")]
+    if notes:
+        lines += ["", "Guest notes:", ""] + [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def guest_kernel(res):
+    for n in res["notes"]:
+        if n.startswith("kernel "):
+            return n.split()[1]
+    return "?"
