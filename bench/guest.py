@@ -102,8 +102,12 @@ def run(full, runs, work, smoke=False):
     netns = f"mpnvme-bench{os.getpid()}"
     env = dict(os.environ, MPNVME_LAB_BINARIES=" ".join(guest_binaries()), MPNVME_LAB_FILES=" ".join(map(str, files)),
                MPNVME_LAB_MEM="1536", MPNVME_LAB_TIMEOUT="300")
-    # The guest's user-mode network stays in a namespace of its own: nothing
-    # it does reaches this machine's network.
+    # The kernel package is fetched (once) from this machine's network;
+    # then the guest's user-mode network stays in a namespace of its own:
+    # nothing it does reaches this machine's network.
+    r = subprocess.run([str(LABSH), "prepare"], capture_output=True, text=True)
+    if r.returncode:
+        common.die(f"the kernel lab could not be prepared: {r.stderr.strip()[-1500:]}")
     subprocess.run(["ip", "netns", "add", netns], check=True)
     console = state / "console.log"
     started = time.monotonic()
