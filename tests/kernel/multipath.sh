@@ -29,6 +29,8 @@ ip netns add "$ns" && in_ns ip link set lo up || { echo "FAIL: cannot create net
 engine=$build/engine/fio-mpnvme.so
 preload=""
 [[ $(nm -D "$engine" | grep -c __asan_init) != 0 ]] && preload=$(gcc -print-file-name=libasan.so)
+# The kernel is fetched (once) from this machine's network, not the namespace's.
+"$here/lab.sh" prepare >/dev/null || { echo "FAIL: cannot prepare the kernel lab"; exit 1; }
 MPNVME_LAB_FWD=4421 in_ns "$here/lab.sh" start "$state" "$here/multipath.setup.sh" || { echo "FAIL: guest did not boot"; exit 1; }
 p1=$(cat "$state/port") p2=$(cat "$state/port-4421")
 paths=127.0.0.1:$p1,127.0.0.1:$p2
