@@ -7,7 +7,7 @@
 # connect --job, mpnvme-iopolicy, fio libaio on the multipath device)
 # against mpnvme-target --job serving the same job file. One line per run
 # on the console: "BENCH TAG JSON", then "BENCH-DONE".
-#   /files/params: RATE_MBIT DELAY_MS LOSS_PCT RUNTIME RAMP PRELOAD (shell
+#   /files/params: PATHS RATE_MBIT DELAY_MS LOSS_PCT RUNTIME RAMP PRELOAD (shell
 #                  variables; PRELOAD: the ASan runtime of a sanitizer build)
 #   /files/plan:   CONDITION SIDE TRANSPORT IOPOLICY RW TAG, one per line
 set -uo pipefail
@@ -16,7 +16,9 @@ source /files/params
 LAB="bash /files/mpnvme-lab -n g"
 JOB=/files/guest-seed.fio
 export MPNVME_ENGINE=/usr/local/bin/fio-mpnvme.so MPNVME_SUBNQN=nqn.2026-12.io.mpnvme:guest-seed
-export MPNVME_TRADDR=10.1.1.1,10.1.2.1,10.1.3.1,10.1.4.1 MPNVME_RUNTIME=$RUNTIME MPNVME_RAMP=$RAMP
+MPNVME_TRADDR=10.1.1.1
+for ((i = 2; i <= PATHS; i++)); do MPNVME_TRADDR+=,10.1.$i.1; done
+export MPNVME_TRADDR MPNVME_RUNTIME=$RUNTIME MPNVME_RAMP=$RAMP
 export MPNVME_IOPOLICY=round-robin MPNVME_RW=randread
 mkdir -p /run /var /etc/nvme && mount -t tmpfs tmpfs /run && ln -sfn /run /var/run
 echo "nqn.2014-08.org.nvmexpress:uuid:5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" > /etc/nvme/hostnqn
@@ -44,7 +46,7 @@ result() {
 }
 
 up() { # CONDITION: the lab and mpnvme-target --job serving every path
-  local cond=$1 args=(--paths 4 --rate "${RATE_MBIT}mbit" --cc cubic)
+  local cond=$1 args=(--paths "$PATHS" --rate "${RATE_MBIT}mbit" --cc cubic)
   [[ $cond == lossy ]] && args+=(--delay "$DELAY_MS" --loss "$LOSS_PCT")
   local out
   out=$($LAB up "${args[@]}" 2>&1) || { say "lab-failed $cond: $(tr '\n' ' ' <<<"$out")"; return 1; }

@@ -41,8 +41,8 @@ PUBLISHED = {("tcp", "round-robin", "lossless"): (455, 455), ("mptcp", "round-ro
              ("tcp", "round-robin", "lossy"): (144, 100), ("mptcp", "round-robin", "lossy"): (428, 431)}
 
 
-def line_mib_s():
-    return PATHS * RATE_MBIT * 1e6 / 8 / 1048576
+def line_mib_s(paths):
+    return paths * RATE_MBIT * 1e6 / 8 / 1048576
 
 
 def cells(full):
@@ -75,8 +75,11 @@ def asan_runtime():
 
 
 def run(full, runs, work, smoke=False):
-    """smoke: the lossy condition only, the engine's and the kernel's TCP
-    round-robin reads, 2 s runs: the functional check make check runs."""
+    """smoke: the lossy condition only, 2 paths, the engine's and the
+    kernel's TCP round-robin reads, 2 s runs: the functional check make
+    check runs (each controller's set-up costs about ten 250 ms round trips
+    under emulation)."""
+    paths = 2 if smoke else PATHS
     runtime, ramp = (15, 5) if full else (2, 1) if smoke else (8, 3)
     # Each guest run costs its runtime and about 20 s of set-up under
     # emulation: --full (3 policies, the one-connection cells) takes 3 runs
@@ -94,7 +97,7 @@ def run(full, runs, work, smoke=False):
     gdir = work / "guest"
     gdir.mkdir()
     (gdir / "plan").write_text("\n".join(plan) + "\n")
-    (gdir / "params").write_text(f"RATE_MBIT={RATE_MBIT} DELAY_MS={DELAY_MS} LOSS_PCT={LOSS_PCT} RUNTIME={runtime} RAMP={ramp} "
+    (gdir / "params").write_text(f"PATHS={paths} RATE_MBIT={RATE_MBIT} DELAY_MS={DELAY_MS} LOSS_PCT={LOSS_PCT} RUNTIME={runtime} RAMP={ramp} "
                                  f"PRELOAD={asan_runtime()}\n")
     setup = gdir / "setup.sh"
     setup.write_text("/usr/local/bin/bash /files/guest-bench.sh > /dev/console 2>&1 &\n")
@@ -138,11 +141,11 @@ def run(full, runs, work, smoke=False):
     finally:
         subprocess.run(["ip", "netns", "exec", netns, str(LABSH), "stop", str(state)], capture_output=True)
         subprocess.run(["ip", "netns", "del", netns], capture_output=True)
-    return parse(text, conditions, chosen, rws, runs, runtime, ramp, boot_s, time.monotonic() - started)
+    return parse(text, paths, conditions, chosen, rws, runs, runtime, ramp, boot_s, time.monotonic() - started)
 
 
-def parse(text, conditions, chosen, rws, runs, runtime, ramp, boot_s, total_s):
-    by_tag, notes, counters, paths, labs = {}, [], {}, {}, []
+def parse(text, paths, conditions, chosen, rws, runs, runtime, ramp, boot_s, total_s):
+    by_tag, notes, counters, splits, labs = {}, [], {}, {}, []
     for line in text.splitlines():
         m = re.match(r"BENCH (\S+) (\S+ )?(\{.*\})\s*$", line.replace("\r", ""))
         if m and m.group(1) == "counters":
@@ -151,15 +154,15 @@ def parse(text, conditions, chosen, rws, runs, runtime, ramp, boot_s, total_s):
             by_tag[m.group(1)] = json.loads(m.group(3))
         elif re.match(r"BENCH \S+-paths ", line):
             tag, split = line[6:].split(" ", 1)
-            paths[tag[:-len("-paths")]] = split.strip()
+            splits[tag[:-len("-paths")]] = split.strip()
         elif line.startswith("BENCH lab "):
             labs.append(line[10:].strip())
         elif line.startswith("BENCH "):
             notes.append(line[6:].strip())
-    res = {"rate_mbit": RATE_MBIT, "paths": PATHS, "delay_ms": DELAY_MS, "scale": SCALE, "loss_pct": LOSS_PCT,
-           "runtime_s": runtime, "ramp_s": ramp, "runs": runs, "boot_s": boot_s, "total_s": total_s, "line_mib_s": line_mib_s(),
+    res = {"rate_mbit": RATE_MBIT, "paths": paths, "delay_ms": DELAY_MS, "scale": SCALE, "loss_pct": LOSS_PCT,
+           "runtime_s": runtime, "ramp_s": ramp, "runs": runs, "boot_s": boot_s, "total_s": total_s, "line_mib_s": line_mib_s(paths),
            "notes": notes, "counters": counters,
-           "kernel_path_split": paths, "labs": labs, "cells": []}
+           "kernel_path_split": splits, "labs": labs, "cells": []}
     for cond in conditions:
         for side, transport, pol in chosen:
             cell = {"condition": cond, "side": side, "transport": transport, "iopolicy": pol}
