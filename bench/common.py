@@ -101,23 +101,27 @@ def start_lab_target(name, target, paths, nqn, ns, log, extra=()):
 STEADY_LOG_MS = 500  # fio --log_avg_msec of the throughput logs steady_mib_s reads
 
 
-def bw_samples(paths):
-    """Per-interval KiB/s summed over the jobs' fio bandwidth logs
-    (NAME_bw.N.log, one per job, timestamps from the end of ramp_time)."""
-    per_job = [[int(line.split(",")[1]) for line in p.read_text().splitlines() if line.strip()] for p in paths]
-    n = min((len(v) for v in per_job), default=0)
-    return [sum(v[i] for v in per_job) for i in range(n)]
-
-
 def steady_mib_s(paths):
-    """Throughput of a time-based run from its bandwidth logs, the first
-    interval left out. fio's own figure divides every byte completed by the
-    runtime, including the commands still in flight when the time is up
-    (4 jobs x 256 x 128 KiB is 128 MiB: 9 % of a 3 s run at 477 MiB/s), so
-    short deep-queue runs read above the line rate."""
-    s = bw_samples(paths)
-    s = s[1:] if len(s) > 1 else s
-    return sum(s) / len(s) / 1024 if s else 0.0
+    """Throughput of a time-based run from its fio bandwidth logs (one per
+    job, NAME_bw.N.log: time in ms from the end of ramp_time, KiB/s over
+    the interval ending there), the first interval left out: the bytes of
+    the later intervals (rate x length) over their time, summed over the
+    jobs. Not the mean of the rates: an interval the process was late to
+    close is long and slow, the next one short and fast, and their mean
+    reads above the line. And not fio's own figure, which divides every
+    byte completed by the runtime, including the commands still in flight
+    when the time is up (4 jobs x 256 x 128 KiB is 128 MiB, 9 % of a 3 s
+    run at 477 MiB/s)."""
+    total = 0.0
+    for p in paths:
+        rows = [line.split(",") for line in p.read_text().splitlines() if line.strip()]
+        t = [int(r[0]) for r in rows]
+        kib_s = [int(r[1]) for r in rows]
+        if len(t) < 2:
+            continue
+        kib = sum(kib_s[i] * (t[i] - t[i - 1]) / 1000 for i in range(1, len(t)))
+        total += kib / ((t[-1] - t[0]) / 1000)
+    return total / 1024
 
 
 def median_spread(values):

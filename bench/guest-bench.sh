@@ -28,12 +28,13 @@ say() { echo "BENCH $*"; }
 # The runs' throughput logs: 500 ms samples from the end of the ramp.
 BWLOG=(--write_bw_log=/tmp/bw --log_avg_msec=500)
 
-# steady: the mean of the jobs' summed bandwidth samples after the first,
-# in MiB/s (as bench/common.py's steady_mib_s: fio's own figure also counts
-# the commands in flight when the time is up).
+# steady: MiB/s from the jobs' bandwidth logs after their first interval,
+# each interval weighted by its length (as bench/common.py's steady_mib_s,
+# which says why neither fio's own figure nor the mean of the rates).
 steady() {
-  awk -F, 'FNR == 1 { f++ } { sum[FNR] += $2; n[FNR]++ }
-    END { for (i = 2; (i in n) && n[i] == f; i++) { t += sum[i]; c++ } print (c ? t / c / 1024 : 0) }' /tmp/bw_bw.*.log
+  awk -F, 'FNR == 1 { if (span > 0) total += kib / span; kib = 0; span = 0; first = $1 }
+    FNR > 1 { kib += $2 * ($1 - prev) / 1000; span = ($1 - first) / 1000 } { prev = $1 }
+    END { if (span > 0) total += kib / span; print total / 1024 }' /tmp/bw_bw.*.log
 }
 
 # result TAG read|write FILE: the run as one JSON line, then its logs go.

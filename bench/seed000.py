@@ -207,7 +207,7 @@ def report(res, runs, plots):
              f"(RAM) on CPU {common.TARGET_CPU}, the engine in fio on CPU {common.FIO_CPU}; 128 KiB, 4 jobs x QD256, "
              f"{res['runtime_s']} s per run, medians of {runs}. Lossy: {where}. Published: the selftest's commit message "
              "(kernel host and nvmet, 4 x 1 Gbit veth, round-robin, 5 ms + 0.5 %). Cells: MiB/s (ratio to line rate), "
-             f"the mean of fio's {common.STEADY_LOG_MS} ms bandwidth samples after the first; fio's own figure (in "
+             f"from fio's bandwidth log after its first {common.STEADY_LOG_MS} ms (bytes over time); fio's own figure (in "
              "results.json) also counts the commands in flight when the time is up.", "",
              "| transport | iopolicy | read | write | published read | published write | lossy read | lossy write | "
              "published lossy read | published lossy write |", "|---|---|---|---|---|---|---|---|---|---|"]
