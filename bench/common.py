@@ -77,6 +77,26 @@ def lab(name, *args):
     return r.stdout
 
 
+def lab_down(name):
+    """Remove lab NAME (and whatever still runs in it); quiet, as at the end
+    of an experiment that may have failed half-way."""
+    subprocess.run([str(LAB), "-n", name, "down"], capture_output=True)
+
+
+def stop(proc):
+    """End a process this bench started (mpnvme-target) and reap it."""
+    proc.terminate()
+    proc.wait()
+
+
+def run_fio(cmd, tag, cwd=None):
+    """fio's command line `cmd` in fio_env(); dies with the end of fio's
+    errors, naming the run `tag`, when fio fails."""
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=fio_env())
+    if r.returncode:
+        die(f"fio failed ({tag}): {r.stderr[-2000:]}")
+
+
 def lab_paths(paths):
     """The target addresses of paths 1..N: 10.1.1.1,10.1.2.1,..."""
     return ",".join(f"10.1.{p}.1" for p in range(1, paths + 1))

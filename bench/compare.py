@@ -54,19 +54,15 @@ def one_run(lab, build_dir, tag, work):
                                      work / f"{tag}-target.log")
     try:
         res = work / f"{tag}.json"
-        r = subprocess.run([*common.lab_fio(lab), "--name=transfer", f"--ioengine=external:{build_dir / 'engine' / 'fio-mpnvme.so'}",
-                            "--traddr=10.1.1.1", f"--subnqn={NQN}", "--transport=mptcp", "--rw=write", "--bs=128k",
-                            "--iodepth=8", f"--size={SIZE}", "--output-format=json", f"--output={res}"],
-                           capture_output=True, text=True, env=common.fio_env())
-        if r.returncode:
-            common.die(f"compare: fio failed ({tag}): {r.stderr[-1500:]}")
+        common.run_fio([*common.lab_fio(lab), "--name=transfer", f"--ioengine=external:{build_dir / 'engine' / 'fio-mpnvme.so'}",
+                        "--traddr=10.1.1.1", f"--subnqn={NQN}", "--transport=mptcp", "--rw=write", "--bs=128k",
+                        "--iodepth=8", f"--size={SIZE}", "--output-format=json", f"--output={res}"], f"compare {tag}")
         w = common.fio_json(res)["jobs"][0]["write"]
         actual = w["runtime"] / 1000
         ideal = w["io_bytes"] / (PATHS * RATE_MBIT * 1e6 / 8)
         return actual, ideal
     finally:
-        target.terminate()
-        target.wait()
+        common.stop(target)
 
 
 def run(refs, runs, work):
@@ -83,7 +79,7 @@ def run(refs, runs, work):
                 samples[ref].append((actual, ideal))
                 print(f"  run {i + 1} {ref}: {actual:.3f} s, ideal {ideal:.3f} s, ratio {actual / ideal:.4f}", flush=True)
     finally:
-        subprocess.run([str(common.LAB), "-n", lab, "down"], capture_output=True)
+        common.lab_down(lab)
     res = {"refs": {}, "runs": runs, "workload": f"{SIZE >> 20} MiB of 128 KiB writes, QD8, MPTCP over {PATHS} x {RATE_MBIT} Mbit"}
     for ref, (sha, _) in zip(refs, builds):
         s = samples[ref]

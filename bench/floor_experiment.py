@@ -10,7 +10,7 @@ import contextlib
 import json
 import subprocess
 
-from common import check_placement, ENGINE, FIO_CPU, FLOOR, TARGET, TARGET_CPU, cpu_seconds, die, fio_json, free_port, median_spread, wait_ready
+from common import check_placement, ENGINE, FIO_CPU, FLOOR, TARGET, TARGET_CPU, cpu_seconds, die, fio_json, free_port, median_spread, stop, wait_ready
 
 NQN = "nqn.2026-11.io.mpnvme:bench"
 
@@ -25,8 +25,7 @@ def target(extra, work):
         wait_ready(work / f"target-{port}.log", p)
         yield port, p.pid
     finally:
-        p.terminate()
-        p.wait()
+        stop(p)
         log.close()
 
 

@@ -24,6 +24,9 @@ mkdir -p /run /var /etc/nvme && mount -t tmpfs tmpfs /run && ln -sfn /run /var/r
 echo "nqn.2014-08.org.nvmexpress:uuid:5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" > /etc/nvme/hostnqn
 echo "5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" > /etc/nvme/hostid
 say() { echo "BENCH $*"; }
+# failed TAG WHAT: the run's line when it produced no result (quotes,
+# backslashes and newlines of WHAT made JSON-safe).
+failed() { say "$1 {\"failed\": \"$(tr '\n"\\' '   ' <<<"$2")\"}"; }
 
 # The runs' throughput logs: 500 ms samples from the end of the ramp.
 BWLOG=(--write_bw_log=/tmp/bw --log_avg_msec=500)
@@ -64,19 +67,19 @@ engine_cell() { # TAG TRANSPORT IOPOLICY RW (mptcp1: one MPTCP connection, on pa
   [[ $2 == mptcp1 ]] && traddr=10.1.1.1 transport=mptcp
   MPNVME_TRADDR=$traddr MPNVME_TRANSPORT=$transport MPNVME_IOPOLICY=$3 MPNVME_RW=$4 $LAB exec host \
     env ${PRELOAD:+LD_PRELOAD=$PRELOAD ASAN_OPTIONS=detect_leaks=0:abort_on_error=1} fio "$JOB" "${BWLOG[@]}" --output-format=json \
-    --output=/tmp/$1.json >/tmp/$1.log 2>&1 || { say "$1 {\"failed\": \"$(tail -2 /tmp/$1.log | tr '\n"' ' ')\"}"; return; }
+    --output=/tmp/$1.json >/tmp/$1.log 2>&1 || { failed "$1" "$(tail -2 /tmp/$1.log)"; return; }
   result "$1" "${4#rand}" /tmp/$1.json
 }
 
 kernel_cell() { # TAG IOPOLICY RW: the kernel host, connected from the lab's host namespace
   local out dev
   out=$(MPNVME_TRANSPORT=tcp MPNVME_IOPOLICY=$2 $LAB exec host mpnvme-nvmet connect --job "$JOB" --ctrl-loss-tmo 10 2>&1) ||
-    { say "$1 {\"failed\": \"connect: $(echo $out | tr '"' ' ')\"}"; return; }
+    { failed "$1" "connect: $out"; return; }
   dev=$(sed -n 's/^device //p' <<<"$out")
-  mpnvme-iopolicy set "$2" --nqn "$MPNVME_SUBNQN" >/dev/null 2>&1 || say "$1-note iopolicy $2 not set: $(mpnvme-iopolicy set "$2" --nqn "$MPNVME_SUBNQN" 2>&1)"
+  out=$(mpnvme-iopolicy set "$2" --nqn "$MPNVME_SUBNQN" 2>&1) || say "$1-note iopolicy $2 not set: $out"
   fio --name=seed --filename="$dev" --ioengine=libaio --direct=1 --rw="$3" --bs=128k --numjobs=2 --iodepth=32 \
     --size=256m --time_based=1 --runtime="$RUNTIME" --ramp_time="$RAMP" --group_reporting=1 "${BWLOG[@]}" \
-    --output-format=json --output=/tmp/$1.json >/tmp/$1.log 2>&1 || say "$1 {\"failed\": \"$(tail -2 /tmp/$1.log | tr '\n"' ' ')\"}"
+    --output-format=json --output=/tmp/$1.json >/tmp/$1.log 2>&1 || failed "$1" "$(tail -2 /tmp/$1.log)"
   [[ -s /tmp/$1.json ]] && result "$1" "${3#rand}" /tmp/$1.json
   say "$1-paths $(mpnvme-iopolicy show --json 2>/dev/null | jq -c '[.. | objects | select(has("reads")) | {controller, reads, writes}]' 2>/dev/null)"
   MPNVME_TRANSPORT=tcp $LAB exec host mpnvme-nvmet disconnect --job "$JOB" >/dev/null 2>&1

@@ -26,6 +26,7 @@ import subprocess
 import time
 
 import common
+from seed000 import PUBLISHED, mbit_to_mib_s
 
 # Per path inside the guest: the one emulated vCPU (the 6.12 kernel does
 # not boot with 2 under TCG) keeps 4 x 40 Mbit of TCP at 0.95 of the line.
@@ -36,13 +37,6 @@ DELAY_MS = 5 * SCALE
 LOSS_PCT = 0.5
 HERE = pathlib.Path(__file__).resolve().parent
 LABSH = common.ROOT / "tests" / "kernel" / "lab.sh"
-# Published figures as ratios to their 4 x 1 Gbit line (MiB/s read, write).
-PUBLISHED = {("tcp", "round-robin", "lossless"): (455, 455), ("mptcp", "round-robin", "lossless"): (445, 445),
-             ("tcp", "round-robin", "lossy"): (144, 100), ("mptcp", "round-robin", "lossy"): (428, 431)}
-
-
-def line_mib_s(paths):
-    return paths * RATE_MBIT * 1e6 / 8 / 1048576
 
 
 def cells(full):
@@ -58,12 +52,16 @@ def cells(full):
 
 
 def guest_binaries():
+    """What the guest needs from this machine: its tools and our programs."""
     progs = [shutil.which(p) for p in ("bash", "ip", "tc", "nft", "jq", "fio")]
     if None in progs:
         common.die("the guest needs bash, iproute2, nftables, jq and fio on this machine")
     b = common.BUILD
-    return progs + [str(common.ENGINE), str(common.TARGET), str(b / "toolkit" / "nvmet" / "mpnvme-nvmet"),
-                    str(b / "toolkit" / "iopolicy" / "mpnvme-iopolicy")]
+    ours = [common.ENGINE, common.TARGET, b / "toolkit" / "nvmet" / "mpnvme-nvmet", b / "toolkit" / "iopolicy" / "mpnvme-iopolicy"]
+    for f in ours:
+        if not f.exists():
+            common.die(f"{f} is missing: run make first")
+    return progs + [str(f) for f in ours]
 
 
 def asan_runtime():
@@ -102,12 +100,10 @@ def run(full, runs, work, smoke=False):
     setup = gdir / "setup.sh"
     setup.write_text("/usr/local/bin/bash /files/guest-bench.sh > /dev/console 2>&1 &\n")
     files = [gdir / "plan", gdir / "params", common.LAB, HERE / "guest-seed.fio", HERE / "guest-bench.sh"]
-    for f in guest_binaries():
-        if not pathlib.Path(f).exists():
-            common.die(f"{f} is missing: run make first")
+    binaries = guest_binaries()
     state = gdir / "lab"
     netns = f"mpnvme-bench{os.getpid()}"
-    env = dict(os.environ, MPNVME_LAB_BINARIES=" ".join(guest_binaries()), MPNVME_LAB_FILES=" ".join(map(str, files)),
+    env = dict(os.environ, MPNVME_LAB_BINARIES=" ".join(binaries), MPNVME_LAB_FILES=" ".join(map(str, files)),
                MPNVME_LAB_MEM="1536", MPNVME_LAB_TIMEOUT="300")
     # The kernel package is fetched (once) from this machine's network;
     # then the guest's user-mode network stays in a namespace of its own:
@@ -128,16 +124,18 @@ def run(full, runs, work, smoke=False):
         budget = len(plan) * (runtime + ramp + 30) + 120
         deadline = time.monotonic() + budget
         seen = 0
-        while "BENCH-DONE" not in console.read_text(errors="replace"):
-            lines = [x for x in console.read_text(errors="replace").splitlines() if x.startswith("BENCH ")]
+        while True:
+            text = console.read_text(errors="replace")
+            lines = [x for x in text.splitlines() if x.startswith("BENCH ")]
             for x in lines[seen:]:
                 print(f"  guest: {x[6:200]}", flush=True)
             seen = len(lines)
+            if "BENCH-DONE" in text:
+                break
             if time.monotonic() > deadline:
                 common.die(f"the guest did not finish its {len(plan)} runs in {budget} s; console tail:\n"
-                           + "\n".join(console.read_text(errors="replace").splitlines()[-30:]))
+                           + "\n".join(text.splitlines()[-30:]))
             time.sleep(2)
-        text = console.read_text(errors="replace")
     finally:
         subprocess.run(["ip", "netns", "exec", netns, str(LABSH), "stop", str(state)], capture_output=True)
         subprocess.run(["ip", "netns", "del", netns], capture_output=True)
@@ -160,7 +158,7 @@ def parse(text, paths, conditions, chosen, rws, runs, runtime, ramp, boot_s, tot
         elif line.startswith("BENCH "):
             notes.append(line[6:].strip())
     res = {"rate_mbit": RATE_MBIT, "paths": paths, "delay_ms": DELAY_MS, "scale": SCALE, "loss_pct": LOSS_PCT,
-           "runtime_s": runtime, "ramp_s": ramp, "runs": runs, "boot_s": boot_s, "total_s": total_s, "line_mib_s": line_mib_s(paths),
+           "runtime_s": runtime, "ramp_s": ramp, "runs": runs, "boot_s": boot_s, "total_s": total_s, "line_mib_s": mbit_to_mib_s(paths * RATE_MBIT),
            "notes": notes, "counters": counters,
            "kernel_path_split": splits, "labs": labs, "cells": []}
     for cond in conditions:
@@ -191,7 +189,7 @@ def fmt(d, line):
 
 def report(res, runs):
     line = res["line_mib_s"]
-    pub_line = 4000 * 1e6 / 8 / 1048576
+    pub_line = mbit_to_mib_s(4000)  # the published setup: 4 x 1 Gbit
     lines = ["## Seed 000 in the qemu kernel lab: delay, and the kernel host beside the engine", "",
              f"Every cell here ran **inside a Debian guest** (Linux {guest_kernel(res)}, TCG, 1 vCPU) on "
              f"{res['paths']} x **{res['rate_mbit']} Mbit** mpnvme-lab paths (line {line:.1f} MiB/s), not at 1 Gbit. "

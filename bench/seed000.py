@@ -77,10 +77,8 @@ class Lab:
                f"--output={out}", *extra]
         t0 = common.cpu_seconds(self.target.pid)
         w0, wall0 = self.wire_bytes(rw), time.monotonic()
-        r = subprocess.run(cmd, capture_output=True, text=True, cwd=self.work, env=common.fio_env())
+        common.run_fio(cmd, tag, cwd=self.work)
         wire = (self.wire_bytes(rw) - w0) / (time.monotonic() - wall0) / 1048576
-        if r.returncode:
-            common.die(f"fio failed ({tag}): {r.stderr[-2000:]}")
         job = common.fio_json(out)["jobs"][0]
         d = job["read" if rw == "randread" else "write"]
         fio_cpu = (job["usr_cpu"] + job["sys_cpu"]) / 100 * d["runtime"] / 1000
@@ -88,9 +86,8 @@ class Lab:
         return steady, fio_cpu, common.cpu_seconds(self.target.pid) - t0, d["io_bytes"], wire, d["bw_bytes"] / 1048576
 
     def close(self):
-        self.target.terminate()
-        self.target.wait()
-        subprocess.run([str(common.LAB), "-n", self.name, "down"], capture_output=True)
+        common.stop(self.target)
+        common.lab_down(self.name)
 
 
 def netem_available():

@@ -22,7 +22,6 @@ Conditions, each the latency job's clat p50/p99/p99.9 as a ratio to idle:
              ratio to it.
 No MPTCP endpoints: each connection stays on its path."""
 import os
-import subprocess
 
 import common
 
@@ -56,13 +55,12 @@ class Lab:
 
     def stop_target(self):
         if self.target:
-            self.target.terminate()
-            self.target.wait()
+            common.stop(self.target)
             self.target = None
 
     def close(self):
         self.stop_target()
-        subprocess.run([str(common.LAB), "-n", self.name, "down"], capture_output=True)
+        common.lab_down(self.name)
 
 
 def fio_run(lab, tag, transport, direction, condition, marking, runtime):
@@ -78,9 +76,7 @@ def fio_run(lab, tag, transport, direction, condition, marking, runtime):
             "--iodepth=32", "--sk_priority=0"]
     cmd = [*common.lab_fio(lab.name), *common_opts, "--output-format=json", f"--output={out}", *lat,
            *(bulk if condition != "idle" else [])]
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=lab.work, env=common.fio_env())
-    if r.returncode:
-        common.die(f"fio failed ({tag}): {r.stderr[-2000:]}")
+    common.run_fio(cmd, tag, cwd=lab.work)
     jobs = {j["jobname"]: j for j in common.fio_json(out)["jobs"]}
     d = jobs["latency"][direction]
     pct = {k: d["clat_ns"]["percentile"][f] / 1000 for k, f in PERCENTILES}
