@@ -69,25 +69,27 @@ def run(refs, runs, work):
     builds = [build(ref, work) for ref in refs]
     lab = f"c{os.getpid()}"
     common.lab(lab, "up", "--paths", str(PATHS), "--rate", f"{RATE_MBIT}mbit")
-    samples = {ref: [] for ref in refs}
+    # By position, not by name: the same revision twice (an A/A run) shows
+    # the noise floor of the method.
+    samples = [[], []]
     try:
         for i in range(runs):
             # Alternate the order, so that a drift of the machine hits both alike.
-            order = list(zip(refs, builds)) if i % 2 == 0 else list(zip(refs, builds))[::-1]
-            for ref, (sha, build_dir) in order:
-                actual, ideal = one_run(lab, build_dir, f"{sha[:12]}-{i}", work)
-                samples[ref].append((actual, ideal))
+            order = [0, 1] if i % 2 == 0 else [1, 0]
+            for k in order:
+                ref, (sha, build_dir) = refs[k], builds[k]
+                actual, ideal = one_run(lab, build_dir, f"{k}-{sha[:12]}-{i}", work)
+                samples[k].append((actual, ideal))
                 print(f"  run {i + 1} {ref}: {actual:.3f} s, ideal {ideal:.3f} s, ratio {actual / ideal:.4f}", flush=True)
     finally:
         common.lab_down(lab)
-    res = {"refs": {}, "runs": runs, "workload": f"{SIZE >> 20} MiB of 128 KiB writes, QD8, MPTCP over {PATHS} x {RATE_MBIT} Mbit"}
-    for ref, (sha, _) in zip(refs, builds):
-        s = samples[ref]
+    res = {"refs": [], "runs": runs, "workload": f"{SIZE >> 20} MiB of 128 KiB writes, QD8, MPTCP over {PATHS} x {RATE_MBIT} Mbit"}
+    for ref, (sha, _), s in zip(refs, builds, samples):
         ratios = [a / i for a, i in s]
-        res["refs"][ref] = {"sha": sha, "actual_s": [a for a, _ in s], "ideal_s": [i for _, i in s],
+        res["refs"].append({"ref": ref, "sha": sha, "actual_s": [a for a, _ in s], "ideal_s": [i for _, i in s],
                             "sum_ratio": sum(a for a, _ in s) / sum(i for _, i in s),
-                            "run_ratio_stdev": statistics.stdev(ratios) if len(ratios) > 1 else 0.0}
-    a, b = (res["refs"][ref] for ref in refs)
+                            "run_ratio_stdev": statistics.stdev(ratios) if len(ratios) > 1 else 0.0})
+    a, b = res["refs"]
     diff = b["sum_ratio"] - a["sum_ratio"]
     # The difference against the noise: two standard errors of the difference of the means.
     noise = 2 * math.sqrt(a["run_ratio_stdev"] ** 2 / runs + b["run_ratio_stdev"] ** 2 / runs)
@@ -96,7 +98,8 @@ def run(refs, runs, work):
 
 
 def report(res):
-    (ra, a), (rb, b) = res["refs"].items()
+    a, b = res["refs"]
+    ra, rb = a["ref"], b["ref"]
     verdict = ("within the noise" if res["within_noise"] else
                f"{'slower' if res['difference'] > 0 else 'faster'} beyond the noise")
     return "\n".join([
