@@ -11,6 +11,7 @@ namespace mpnvme {
 struct HostIdentity {
   std::string hostnqn;
   std::array<uint8_t, 16> hostid{};
+  bool operator==(const HostIdentity &) const = default;
 };
 
 // Where the defaults come from (nvme-cli's files).

@@ -77,6 +77,9 @@ constexpr uint16_t kDynamicCntlid = 0xffff;
 constexpr size_t kConnectDataLen = 1024;
 constexpr size_t kIdentifyLen = 4096;
 constexpr size_t kDsmRangeLen = 16;
+// In-capsule data on the admin queue: 8 KiB, as the Linux host and target
+// size it (NVME_TCP_ADMIN_CCSZ).
+constexpr uint32_t kAdminInlineBytes = 8192;
 
 // Submission queue entry, kept as raw bytes in wire order.
 struct Sqe {
@@ -182,36 +185,5 @@ constexpr uint32_t kCstsRdy = 1u;
 constexpr uint32_t kCstsCfs = 2u;
 constexpr uint32_t kCstsShstMask = 3u << 2;
 constexpr uint32_t kCstsShstComplete = 2u << 2;
-
-// Identify Controller fields the host uses.
-struct IdController {
-  std::string serial, model, firmware, subnqn;
-  uint16_t cntlid = 0;
-  uint32_t version = 0;
-  uint8_t mdts = 0; // 2^mdts * page (4 KiB); 0 = no limit
-  uint16_t maxcmd = 0;
-  uint32_t nn = 0;
-  uint16_t oncs = 0; // bit2 DSM, bit3 write zeroes
-  uint8_t vwc = 0;
-  uint16_t kas = 0; // keep alive granularity, 100 ms units
-  uint32_t sgls = 0;
-  uint32_t ioccsz = 0; // 16-byte units
-  uint32_t iorcsz = 0;
-  uint16_t icdoff = 0;
-  uint64_t max_transfer_bytes() const; // 0 = unlimited
-  uint64_t incapsule_data_limit() const;
-};
-IdController parse_id_controller(const uint8_t in[kIdentifyLen]);
-constexpr uint16_t kOncsDsm = 1u << 2;
-constexpr uint16_t kOncsWriteZeroes = 1u << 3;
-
-struct IdNamespace {
-  uint64_t nsze = 0;
-  uint64_t ncap = 0;
-  uint8_t flbas = 0;
-  uint32_t lba_bytes = 0;
-  uint16_t metadata_bytes = 0;
-};
-IdNamespace parse_id_namespace(const uint8_t in[kIdentifyLen]);
 
 } // namespace mpnvme::nvme

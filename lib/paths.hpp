@@ -14,6 +14,7 @@ struct PathAddr {
   std::string service; // port
   bool ipv6 = false;
   std::string display() const; // ADDR:PORT or [ADDR]:PORT
+  bool operator==(const PathAddr &) const = default;
 };
 
 // Throws std::invalid_argument naming `option` and the offending entry.

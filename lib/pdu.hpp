@@ -68,6 +68,7 @@ void encode_common(uint8_t *p, Type type, uint8_t flags, uint8_t hlen, uint8_t p
 struct Digests {
   bool header = false;
   bool data = false;
+  bool operator==(const Digests &) const = default;
 };
 
 // Which side received the PDU: a host only accepts controller-to-host PDUs.

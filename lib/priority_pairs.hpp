@@ -31,8 +31,12 @@ private:
     bool admin;
     unsigned lo, hi; // I/O queue id range (inclusive) when !admin
     unsigned value;
+    bool operator==(const Rule &) const = default;
   };
   std::vector<Rule> rules_;
+
+public:
+  bool operator==(const PriorityPairs &) const = default;
 };
 
 } // namespace mpnvme

@@ -40,12 +40,12 @@ void Fd::reset() {
   fd_ = -1;
 }
 
-static std::runtime_error sys_error(const PathAddr &to, const std::string &step, int err) {
-  return std::runtime_error(fmt::format("{}: {}: {}", to.display(), step, strerror(err)));
+static SocketError sys_error(SocketStep step, const PathAddr &to, const std::string &what, int err) {
+  return SocketError(step, fmt::format("{}: {}: {}", to.display(), what, strerror(err)));
 }
 
 static void set_int(int fd, int level, int name, int value, const PathAddr &to, const char *what) {
-  if (setsockopt(fd, level, name, &value, sizeof value) < 0) throw sys_error(to, what, errno);
+  if (setsockopt(fd, level, name, &value, sizeof value) < 0) throw sys_error(SocketStep::Option, to, what, errno);
 }
 
 using AddrInfo = std::unique_ptr<addrinfo, decltype(&freeaddrinfo)>;
@@ -58,7 +58,7 @@ static AddrInfo resolve(const PathAddr &at, bool passive) {
   hints.ai_family = at.ipv6 ? AF_INET6 : AF_UNSPEC;
   addrinfo *res = nullptr;
   if (int rc = getaddrinfo(at.addr.c_str(), at.service.c_str(), &hints, &res); rc != 0)
-    throw std::runtime_error(fmt::format("{}: cannot resolve address: {}", at.display(), gai_strerror(rc)));
+    throw SocketError(SocketStep::Resolve, fmt::format("{}: cannot resolve address: {}", at.display(), gai_strerror(rc)));
   return AddrInfo(res, freeaddrinfo);
 }
 
@@ -71,7 +71,7 @@ static Fd open_stream(const PathAddr &at, int family, Transport transport) {
   if (transport == Transport::Mptcp && (errno == EPROTONOSUPPORT || errno == EINVAL || errno == ENOPROTOOPT))
     throw MptcpUnavailable(
         fmt::format("{}: MPTCP socket: {} (a kernel without MPTCP, or net.mptcp.enabled=0)", at.display(), strerror(errno)));
-  throw sys_error(at, "socket", errno);
+  throw sys_error(SocketStep::Open, at, "socket", errno);
 }
 
 Fd connect_stream(const PathAddr &to, const SocketSettings &s) {
@@ -82,7 +82,7 @@ Fd connect_stream(const PathAddr &to, const SocketSettings &s) {
 
   if (!s.host_iface.empty() &&
       setsockopt(fd.get(), SOL_SOCKET, SO_BINDTODEVICE, s.host_iface.c_str(), static_cast<socklen_t>(s.host_iface.size())) < 0)
-    throw sys_error(to, fmt::format("host_iface={} (SO_BINDTODEVICE)", s.host_iface), errno);
+    throw sys_error(SocketStep::Device, to, fmt::format("bind to device {} (SO_BINDTODEVICE)", s.host_iface), errno);
   if (!s.host_traddr.empty()) {
     addrinfo bh{};
     bh.ai_family = res->ai_family;
@@ -90,48 +90,49 @@ Fd connect_stream(const PathAddr &to, const SocketSettings &s) {
     bh.ai_flags = AI_NUMERICHOST | AI_PASSIVE;
     addrinfo *b = nullptr;
     if (getaddrinfo(s.host_traddr.c_str(), nullptr, &bh, &b) != 0)
-      throw std::runtime_error(
-          fmt::format("{}: host_traddr={} is not a numeric address of the target's family", to.display(), s.host_traddr));
+      throw SocketError(SocketStep::Source, fmt::format("{}: source address {} is not a numeric address of the target's family",
+                                                        to.display(), s.host_traddr));
     int rc = ::bind(fd.get(), b->ai_addr, b->ai_addrlen);
     int err = errno;
     freeaddrinfo(b);
-    if (rc < 0) throw sys_error(to, fmt::format("bind to host_traddr={}", s.host_traddr), err);
+    if (rc < 0) throw sys_error(SocketStep::Source, to, fmt::format("bind to source address {}", s.host_traddr), err);
   }
 
-  if (::connect(fd.get(), res->ai_addr, res->ai_addrlen) < 0 && errno != EINPROGRESS) throw sys_error(to, "connect", errno);
+  if (::connect(fd.get(), res->ai_addr, res->ai_addrlen) < 0 && errno != EINPROGRESS)
+    throw sys_error(SocketStep::Connect, to, "connect", errno);
   pollfd p{fd.get(), POLLOUT, 0};
   int n;
   do
     n = ::poll(&p, 1, static_cast<int>(s.connect_timeout.count()));
   while (n < 0 && errno == EINTR);
-  if (n == 0) throw sys_error(to, "connect", ETIMEDOUT);
+  if (n == 0) throw sys_error(SocketStep::Connect, to, "connect", ETIMEDOUT);
   int soerr = 0;
   socklen_t len = sizeof soerr;
   getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &soerr, &len);
-  if (soerr) throw sys_error(to, "connect", soerr);
+  if (soerr) throw sys_error(SocketStep::Connect, to, "connect", soerr);
   return fd;
 }
 
 void set_nodelay(int fd, const std::string &what) {
   int one = 1;
   if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) < 0)
-    throw std::runtime_error(fmt::format("{}: TCP_NODELAY: {}", what, strerror(errno)));
+    throw SocketError(SocketStep::Option, fmt::format("{}: TCP_NODELAY: {}", what, strerror(errno)));
 }
 
 void apply_priority(int fd, bool ipv6, std::optional<unsigned> priority, std::optional<unsigned> tos, const std::string &what) {
-  auto set = [&](int level, int name, unsigned v, const char *opt) {
+  auto set = [&](SocketStep step, int level, int name, unsigned v, const char *opt) {
     int value = static_cast<int>(v);
     if (setsockopt(fd, level, name, &value, sizeof value) < 0)
-      throw std::runtime_error(fmt::format("{}: {}={}: {}", what, opt, v, strerror(errno)));
+      throw SocketError(step, fmt::format("{}: {} {}: {}", what, opt, v, strerror(errno)));
   };
   // TOS first, then priority: on TCP, IP_TOS rewrites sk_priority.
   if (tos) {
     if (ipv6)
-      set(IPPROTO_IPV6, IPV6_TCLASS, *tos, "tos (IPV6_TCLASS)");
+      set(SocketStep::Tos, IPPROTO_IPV6, IPV6_TCLASS, *tos, "IPV6_TCLASS");
     else
-      set(IPPROTO_IP, IP_TOS, *tos, "tos (IP_TOS)");
+      set(SocketStep::Tos, IPPROTO_IP, IP_TOS, *tos, "IP_TOS");
   }
-  if (priority) set(SOL_SOCKET, SO_PRIORITY, *priority, "sk_priority (SO_PRIORITY)");
+  if (priority) set(SocketStep::Priority, SOL_SOCKET, SO_PRIORITY, *priority, "SO_PRIORITY");
 }
 
 Fd listen_stream(const PathAddr &at, Transport transport, int backlog) {
@@ -139,8 +140,8 @@ Fd listen_stream(const PathAddr &at, Transport transport, int backlog) {
   Fd fd = open_stream(at, res->ai_family, transport);
   set_int(fd.get(), SOL_SOCKET, SO_REUSEADDR, 1, at, "SO_REUSEADDR");
   if (res->ai_family == AF_INET6) set_int(fd.get(), IPPROTO_IPV6, IPV6_V6ONLY, 1, at, "IPV6_V6ONLY");
-  if (::bind(fd.get(), res->ai_addr, res->ai_addrlen) < 0) throw sys_error(at, "bind", errno);
-  if (::listen(fd.get(), backlog) < 0) throw sys_error(at, "listen", errno);
+  if (::bind(fd.get(), res->ai_addr, res->ai_addrlen) < 0) throw sys_error(SocketStep::Listen, at, "bind", errno);
+  if (::listen(fd.get(), backlog) < 0) throw sys_error(SocketStep::Listen, at, "listen", errno);
   return fd;
 }
 

@@ -22,6 +22,7 @@ struct SocketSettings {
   std::string host_traddr;          // source address to bind
   std::string host_iface;           // SO_BINDTODEVICE
   std::chrono::milliseconds connect_timeout{10000};
+  bool operator==(const SocketSettings &) const = default;
 };
 
 // Owns a file descriptor.
@@ -47,8 +48,17 @@ private:
   int fd_ = -1;
 };
 
-// Connects a non-blocking stream socket to `to`. Throws std::runtime_error
-// with the address and the failing step (socket option, bind, connect).
+// The step a socket operation failed in, so that each caller can name its
+// own option for it (the engine's host_traddr=, the target's --tos): this
+// layer's messages say what failed, not how a user configures it.
+enum class SocketStep { Resolve, Open, Tos, Priority, Device, Source, Connect, Option, Listen };
+struct SocketError : std::runtime_error {
+  SocketError(SocketStep s, const std::string &what) : std::runtime_error(what), step(s) {}
+  SocketStep step;
+};
+
+// Connects a non-blocking stream socket to `to`. Throws SocketError with
+// the address and the failing step (socket option, bind, connect).
 Fd connect_stream(const PathAddr &to, const SocketSettings &s);
 
 // This kernel cannot open MPTCP sockets (connect_stream, listen_stream).
@@ -69,7 +79,7 @@ Fd listen_stream(const PathAddr &at, Transport transport, int backlog = 128);
 void set_nodelay(int fd, const std::string &what);
 
 // SO_PRIORITY and IP_TOS/IPV6_TCLASS on a socket, TOS first (on TCP, IP_TOS
-// rewrites sk_priority). `what` prefixes error messages.
+// rewrites sk_priority). `what` prefixes error messages (SocketError).
 void apply_priority(int fd, bool ipv6, std::optional<unsigned> priority, std::optional<unsigned> tos, const std::string &what);
 
 struct MptcpState {

@@ -18,28 +18,7 @@
 namespace mpnvme::host {
 namespace {
 constexpr uint16_t kAdminSlots = 32; // the Linux host's admin queue depth
-constexpr uint32_t kAdminIncapsule = 8192;
 } // namespace
-
-const char *ctrl_state_name(CtrlState s) {
-  switch (s) {
-  case CtrlState::Connecting: return "connecting";
-  case CtrlState::Live: return "live";
-  case CtrlState::Resetting: return "resetting";
-  case CtrlState::Deleted: return "deleted";
-  }
-  return "?";
-}
-
-std::string ControllerConfig::key() const {
-  auto opt = [](const std::optional<std::chrono::milliseconds> &v) { return v ? std::to_string(v->count()) : "-"; };
-  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", path.display(), transport_name(socket.transport),
-                     socket.host_traddr, socket.host_iface, subnqn, host.hostnqn,
-                     fmt::join(host.hostid.begin(), host.hostid.end(), ""), kato_ms, digests.header, digests.data, disable_sqflow,
-                     fabrics_disconnect, sk_priority.describe(), tos.describe(), recovery.reconnect_delay.count(),
-                     opt(recovery.ctrl_loss_tmo), opt(recovery.fast_io_fail_tmo), admin_timeout.count(),
-                     socket.connect_timeout.count());
-}
 
 IoAttachment::IoAttachment(uint16_t qid, uint16_t slots, uint32_t nsid, NsIds expected, int wake_fd)
     : qid(qid), slots(slots), nsid(nsid), expected(std::move(expected)), wake_(::fcntl(wake_fd, F_DUPFD_CLOEXEC, 0)) {
@@ -81,7 +60,8 @@ void IoAttachment::set_refusal(std::string why) {
 }
 
 Controller::Controller(ControllerConfig cfg)
-    : cfg_(std::move(cfg)), label_(fmt::format("path {}", cfg_.path.display())), wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    : cfg_(std::move(cfg)), label_(fmt::format("path {}", cfg_.path.display())), rec_(cfg_.recovery, Clock::now()),
+      wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   if (!wake_) throw std::runtime_error(fmt::format("eventfd: {}", strerror(errno)));
 }
 
@@ -101,19 +81,15 @@ IdController Controller::id() const {
   return id_;
 }
 
-Clock::time_point Controller::down_since() const {
-  std::lock_guard lk(mu_);
-  return down_since_;
-}
-
-std::string Controller::reason() const {
-  std::lock_guard lk(mu_);
-  return reason_;
-}
-
-bool Controller::failfast_expired(Clock::time_point now) const {
-  const auto &f = cfg_.recovery.fast_io_fail_tmo;
-  return f && state() != CtrlState::Live && now - down_since() >= *f;
+// The engine option behind a failed socket step, for the error message.
+static std::string socket_option_hint(SocketStep step, const SocketSettings &s) {
+  switch (step) {
+  case SocketStep::Source: return fmt::format(" (host_traddr={})", s.host_traddr);
+  case SocketStep::Device: return fmt::format(" (host_iface={})", s.host_iface);
+  case SocketStep::Priority: return fmt::format(" (sk_priority={})", s.priority.value_or(0));
+  case SocketStep::Tos: return fmt::format(" (tos={})", s.tos.value_or(0));
+  default: return "";
+  }
 }
 
 std::unique_ptr<Channel> Controller::open_channel(uint16_t qid, uint16_t slots) {
@@ -125,13 +101,15 @@ std::unique_ptr<Channel> Controller::open_channel(uint16_t qid, uint16_t slots) 
       return connect_stream(cfg_.path, s);
     } catch (const MptcpUnavailable &e) {
       throw std::runtime_error(fmt::format("{}; use transport=tcp", e.what()));
+    } catch (const SocketError &e) {
+      throw std::runtime_error(fmt::format("{}{}", e.what(), socket_option_hint(e.step, s)));
     }
   }();
   QueueParams p;
   p.qid = qid;
   p.slots = slots;
   p.digests = cfg_.digests;
-  p.incapsule_limit = qid == 0 ? kAdminIncapsule : 0;
+  p.incapsule_limit = qid == 0 ? nvme::kAdminInlineBytes : 0;
   p.label = fmt::format("{} qid {}", label_, qid);
   auto ch = std::make_unique<Channel>(std::move(fd), std::move(p));
   try {
@@ -282,13 +260,14 @@ void Controller::connect_association() {
 }
 
 void Controller::read_ana_log_now() {
+  const uint64_t covered = ana_reads_.read_now(); // before the read: a later request gets a later read
   const auto len = static_cast<uint32_t>(ana_buf_.size());
   const Completion r = admin(nvme::make_get_log_page(NVME_LOG_LID_ANA, len), ana_buf_.data(), len, DataDir::FromController);
   if (r.status) throw std::runtime_error(fmt::format("{}: Get Log Page (ANA): {}", label_, nvme::status_string(r.status)));
   std::string why;
   auto log_page = parse_ana_log(ana_buf_.data(), ana_buf_.size(), why);
   if (!log_page) throw std::runtime_error(fmt::format("{}: ANA log page: {}", label_, why));
-  apply_ana(*log_page);
+  apply_ana(*log_page, covered);
 }
 
 NamespaceInfo Controller::identify_ns_now(uint32_t nsid) {
@@ -331,13 +310,19 @@ uint16_t Controller::pick_qid(uint16_t preferred) const {
 }
 
 void Controller::connect_io(IoAttachment &a) {
+  // A controller that can no longer take this job's queue refuses the path
+  // for this job only (the refusal tells the job why); a connection that
+  // fails is tried again.
+  auto refuse = [&a](std::string why) {
+    a.set_refusal(why);
+    throw std::runtime_error(why);
+  };
   const uint32_t mqes = cap_.mqes();
   if (a.slots > mqes)
-    throw std::runtime_error(
+    refuse(
         fmt::format("{}: queue_size {} exceeds the controller's maximum queue entries (CAP.MQES+1 = {})", label_, a.slots, mqes));
   if (a.qid > granted_)
-    throw std::runtime_error(
-        fmt::format("{}: controller grants {} I/O queue(s), the job needs queue id {}", label_, granted_, a.qid));
+    refuse(fmt::format("{}: controller grants {} I/O queue(s), the job needs queue id {}", label_, granted_, a.qid));
   auto ch = open_channel(a.qid, a.slots);
   ch->queue().set_incapsule_limit(static_cast<uint32_t>(std::min<uint64_t>(id_.incapsule_data_limit(), 1u << 20)));
   fabric_connect(*ch, a.qid, static_cast<uint16_t>(a.slots - 1), cfg_.disable_sqflow ? nvme::kConnectDisableSqFlow : 0, 0);
@@ -395,7 +380,7 @@ NamespaceInfo Controller::identify_namespace(uint32_t nsid) {
   return info;
 }
 
-void Controller::apply_ana(const AnaLog &log_page) {
+void Controller::apply_ana(const AnaLog &log_page, uint64_t covered) {
   std::lock_guard lk(mu_);
   for (auto &a : attachments_) {
     // The group comes from Identify Namespace; a controller without ANA
@@ -403,7 +388,7 @@ void Controller::apply_ana(const AnaLog &log_page) {
     const auto st = log_page.state_of(a->nsid, a->anagrpid.load());
     const AnaState now = st.value_or(AnaState::Optimized);
     const AnaState before = a->ana.exchange(now);
-    a->ana_pending.store(false);
+    clear_ana_pending(a->ana_pending, covered);
     if (before != now) {
       log().info("{}: nsid {} ANA state {} -> {}", label_, a->nsid, ana_state_name(before), ana_state_name(now));
       a->wake();

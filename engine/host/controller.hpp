@@ -31,22 +31,13 @@
 #include "../../lib/paths.hpp"
 #include "../../lib/priority_pairs.hpp"
 #include "../../lib/sock.hpp"
+#include "ana_reads.hpp"
 #include "channel.hpp"
 #include "clock.hpp"
 #include "identify.hpp"
+#include "recovery.hpp"
 
 namespace mpnvme::host {
-
-enum class CtrlState : uint8_t { Connecting, Live, Resetting, Deleted };
-const char *ctrl_state_name(CtrlState s);
-
-// Recovery options, with nvme-cli's names and the kernel's defaults.
-struct RecoveryOptions {
-  std::chrono::milliseconds reconnect_delay{10000};
-  std::optional<std::chrono::milliseconds> ctrl_loss_tmo{std::chrono::seconds(600)}; // nullopt: forever
-  std::optional<std::chrono::milliseconds> fast_io_fail_tmo;                         // nullopt: off
-  std::chrono::milliseconds io_timeout{30000};
-};
 
 struct ControllerConfig {
   PathAddr path;
@@ -62,8 +53,8 @@ struct ControllerConfig {
   RecoveryOptions recovery;
   uint16_t queues_wanted = 64; // I/O queues asked for with Set Features Number of Queues
   bool size_probe = false;     // fio setup's short association: logged at debug only
-  // Jobs whose configurations have the same key share one controller.
-  std::string key() const;
+  // Jobs whose configurations are equal in every field share one controller.
+  bool operator==(const ControllerConfig &) const = default;
 };
 
 // One job's I/O queue on a controller: what the job asked for, and the
@@ -82,8 +73,13 @@ public:
 
   // Written by the admin thread, read by the job without locks.
   std::atomic<AnaState> ana{AnaState::Optimized};
-  std::atomic<bool> ana_pending{false}; // an ANA status was seen: unusable until the log is read again
-  std::atomic<uint32_t> anagrpid{0};    // the namespace's ANA group on this controller
+  // An ANA status was seen: unusable until an ANA read that covers this
+  // request number (AnaReads) has been applied; 0 = none.
+  std::atomic<uint64_t> ana_pending{0};
+  std::atomic<uint32_t> anagrpid{0}; // the namespace's ANA group on this controller
+  // The generation of the connection the job uses (0: none). A reset waits
+  // in RESETTING until no job holds an older one: their commands are back.
+  std::atomic<uint32_t> held_generation{0};
 
   // The job takes a new connection, if one was handed over since.
   bool has_connection() const { return has_.load(std::memory_order_acquire); }
@@ -132,19 +128,20 @@ public:
   std::shared_ptr<IoAttachment> attach(uint16_t preferred, uint16_t slots, uint32_t nsid, const NsIds &expected, int wake_fd);
   void detach(const std::shared_ptr<IoAttachment> &a);
 
-  CtrlState state() const { return state_.load(std::memory_order_acquire); }
+  CtrlState state() const { return rec_.state(); }
   // Bumped at every reset: a connection of an older generation is gone.
-  uint32_t generation() const { return generation_.load(std::memory_order_acquire); }
+  uint32_t generation() const { return rec_.generation(); }
   // Since when the controller is not live, and why.
-  Clock::time_point down_since() const;
-  std::string reason() const;
+  Clock::time_point down_since() const { return rec_.down_since(); }
+  std::string reason() const { return rec_.reason(); }
   // fast_io_fail_tmo passed since the controller went down: queued I/O
   // that has no other path fails instead of waiting.
-  bool failfast_expired(Clock::time_point now) const;
+  bool failfast_expired(Clock::time_point now) const { return rec_.failfast_expired(now); }
   // A job saw this path fail (I/O timeout, transport error on its queue).
   void report_failure(uint32_t generation, const std::string &why);
-  // A job saw an ANA status: read the ANA log again.
-  void request_ana_read();
+  // A job saw an ANA status: read the ANA log again; `mark` is set to the
+  // request's number until a read that covers it has been applied.
+  void request_ana_read(std::atomic<uint64_t> *mark);
   // Commands in flight on all I/O queues (maintained by the jobs for the
   // queue-depth policy, as the kernel's nr_active).
   std::atomic<unsigned> nr_active{0};
@@ -174,13 +171,17 @@ private:
   NamespaceInfo identify_ns_now(uint32_t nsid);
   void connect_io(IoAttachment &a);
   void prepare_io(IoAttachment &a);
+  void prepare_io_or_retry(const std::shared_ptr<IoAttachment> &a);
+  void retry_io();
+  bool handed_back() const;
   void read_ana_log_now();
-  void apply_ana(const AnaLog &log);
+  void apply_ana(const AnaLog &log, uint64_t covered);
   uint16_t pick_qid(uint16_t preferred) const;
 
   // admin thread (controller_thread.cpp)
   void run();
   void live_step();
+  void resetting_step();
   void reconnect_step();
   void wait_for_work(int timeout_ms);
   void run_tasks();
@@ -195,11 +196,8 @@ private:
   const ControllerConfig cfg_;
   const std::string label_;
 
-  std::atomic<CtrlState> state_{CtrlState::Connecting};
-  std::atomic<uint32_t> generation_{1};
-  mutable std::mutex mu_; // what other threads read: reason, down_since, id, attachments, tasks
-  std::string reason_ = "not connected yet";
-  Clock::time_point down_since_ = Clock::now();
+  ControllerRecovery rec_;
+  mutable std::mutex mu_; // what other threads read: id, attachments, tasks
   std::vector<std::shared_ptr<IoAttachment>> attachments_;
   std::vector<Task *> tasks_;
   std::condition_variable task_done_;
@@ -213,10 +211,13 @@ private:
   bool enabled_ = false;
   bool ana_enabled_ = false;
   std::vector<uint8_t> ana_buf_;
-  bool aer_outstanding_ = false, ka_outstanding_ = false, ana_outstanding_ = false;
-  Clock::time_point ka_sent_{}, next_ka_{}, next_attempt_{};
-  unsigned attempts_ = 0;
-  std::atomic<bool> ana_wanted_{false};
+  bool aer_outstanding_ = false, ka_outstanding_ = false;
+  AnaReads ana_reads_;
+  Clock::time_point ka_sent_{}, next_ka_{};
+  // Jobs' I/O queues a reconnect could not connect: tried again every
+  // reconnect_delay while the controller is live.
+  std::vector<std::weak_ptr<IoAttachment>> io_retry_;
+  Clock::time_point io_retry_at_{};
   std::atomic<uint32_t> failed_generation_{0}; // a job reported this generation failed
   std::string job_failure_;                    // under mu_
   Fd wake_;                                    // eventfd: jobs and the destructor wake the admin thread

@@ -1,27 +1,56 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "controller_registry.hpp"
 
-#include <map>
+#include <algorithm>
 #include <mutex>
-#include <string>
+#include <vector>
 
 namespace mpnvme::host {
+namespace {
+
+// One configuration's controller, and the lock its first connection is
+// made under: a second job of the same configuration waits for that
+// connection instead of opening a second association, while jobs of other
+// paths go on (one dead path must not stall the open of every job).
+struct Entry {
+  ControllerConfig cfg;
+  std::weak_ptr<Controller> ctrl;
+  std::shared_ptr<std::mutex> connecting = std::make_shared<std::mutex>();
+};
+
+std::mutex registry_mu; // the entries only, never held across a connect
+std::vector<Entry> entries;
+
+Entry *find(const ControllerConfig &cfg) {
+  auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry &e) { return e.cfg == cfg; });
+  return it == entries.end() ? nullptr : &*it;
+}
+
+} // namespace
 
 std::shared_ptr<Controller> acquire_controller(const ControllerConfig &cfg) {
-  static std::mutex mu;
-  static std::map<std::string, std::weak_ptr<Controller>> controllers;
-  const std::string key = cfg.key();
-  // Held while a new controller connects: a second job of the same path
-  // waits for that instead of opening a second association.
-  std::lock_guard lk(mu);
-  std::erase_if(controllers, [](const auto &kv) { return kv.second.expired(); });
-  // A controller given up (ctrl_loss_tmo) is not handed to a new job: that
-  // job starts a fresh association.
-  if (auto c = controllers[key].lock(); c && c->state() != CtrlState::Deleted) return c;
+  std::shared_ptr<std::mutex> connecting;
+  {
+    std::lock_guard lk(registry_mu);
+    // Entries nobody uses or waits on any more go (use_count is exact here:
+    // copies are only made under this lock).
+    std::erase_if(entries, [](const Entry &e) { return e.ctrl.expired() && e.connecting.use_count() == 1; });
+    Entry *e = find(cfg);
+    if (!e) e = &entries.emplace_back(Entry{cfg, {}});
+    connecting = e->connecting;
+  }
+  std::lock_guard one_connect(*connecting);
+  {
+    std::lock_guard lk(registry_mu);
+    // A controller given up (ctrl_loss_tmo) is not handed to a new job: that
+    // job starts a fresh association.
+    if (auto c = find(cfg)->ctrl.lock(); c && c->state() != CtrlState::Deleted) return c;
+  }
   auto c = std::make_shared<Controller>(cfg);
   c->connect_first();
   c->start();
-  controllers[key] = c;
+  std::lock_guard lk(registry_mu);
+  find(cfg)->ctrl = c;
   return c;
 }
 

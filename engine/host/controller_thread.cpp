@@ -3,6 +3,7 @@
 // Asynchronous Event Request and ANA log reads going on the admin queue and
 // runs the jobs' requests (identify, attach); on a failure it resets the
 // association and reconnects every reconnect_delay until ctrl_loss_tmo.
+#include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
 #include <nvme/types.h>
@@ -17,16 +18,11 @@ namespace mpnvme::host {
 bool Controller::connect_first() {
   try {
     connect_association();
-    std::lock_guard lk(mu_);
-    reason_.clear();
-    state_ = CtrlState::Live;
+    rec_.connected();
     return true;
   } catch (const std::exception &e) {
     admin_.reset();
-    std::lock_guard lk(mu_);
-    reason_ = e.what();
-    down_since_ = Clock::now();
-    next_attempt_ = down_since_ + cfg_.recovery.reconnect_delay;
+    rec_.first_connect_failed(Clock::now(), e.what());
     return false;
   }
 }
@@ -59,8 +55,8 @@ void Controller::report_failure(uint32_t generation, const std::string &why) {
   wake_self();
 }
 
-void Controller::request_ana_read() {
-  ana_wanted_ = true;
+void Controller::request_ana_read(std::atomic<uint64_t> *mark) {
+  ana_reads_.request(mark);
   wake_self();
 }
 
@@ -111,7 +107,7 @@ void Controller::run() {
   while (!stop_) {
     switch (state()) {
     case CtrlState::Live: live_step(); break;
-    case CtrlState::Resetting: // go_down() already moved on; nothing stays here
+    case CtrlState::Resetting: resetting_step(); break;
     case CtrlState::Connecting: reconnect_step(); break;
     case CtrlState::Deleted:
       run_tasks();
@@ -149,16 +145,17 @@ void Controller::live_step() {
       submit_async(nvme::make_cmd(nvme_admin_keep_alive, 0), &ka_cookie_);
     }
   }
-  if (ana_wanted_.exchange(false) && ana_enabled_ && !ana_outstanding_) {
-    ana_outstanding_ = true;
+  if (ana_enabled_ && ana_reads_.start()) {
     submit_async(nvme::make_get_log_page(NVME_LOG_LID_ANA, static_cast<uint32_t>(ana_buf_.size())), &ana_cookie_, ana_buf_.data(),
                  static_cast<uint32_t>(ana_buf_.size()));
   }
+  if (!io_retry_.empty() && now >= io_retry_at_) retry_io();
   int timeout_ms = 1000;
   if (cfg_.kato_ms) {
     const auto until = ka_outstanding_ ? ka_sent_ + kato : next_ka_;
     timeout_ms = ms_until(until, Clock::now(), 1000);
   }
+  if (!io_retry_.empty()) timeout_ms = std::min(timeout_ms, ms_until(io_retry_at_, Clock::now(), 1000));
   wait_for_work(timeout_ms);
   admin_->receive();
   admin_->send();
@@ -189,14 +186,14 @@ void Controller::on_admin_completion(const Completion &c) {
     else if (!c.aborted)
       log().debug("{}: Asynchronous Event Request: {}", label_, nvme::status_string(c.status));
   } else if (c.cookie == &ana_cookie_) {
-    ana_outstanding_ = false;
+    const uint64_t covered = ana_reads_.finish();
     if (!c.ok()) {
       log().warn("{}: Get Log Page (ANA): {}", label_, c.aborted ? "aborted" : nvme::status_string(c.status));
       return;
     }
     std::string why;
     if (auto page = parse_ana_log(ana_buf_.data(), ana_buf_.size(), why))
-      apply_ana(*page);
+      apply_ana(*page, covered);
     else
       log().warn("{}: ANA log page: {}", label_, why);
   }
@@ -207,88 +204,109 @@ void Controller::on_async_event(uint32_t dw0) {
   const unsigned type = dw0 & 0x7, info = (dw0 >> 8) & 0xff;
   if (type == NVME_AER_NOTICE && info == NVME_AER_NOTICE_ANA) {
     log().info("{}: ANA change notice", label_);
-    ana_wanted_ = true;
+    ana_reads_.request();
   } else {
     log().info("{}: asynchronous event type {} info {:#x} log {:#x}", label_, type, info, (dw0 >> 16) & 0xff);
   }
 }
 
-// Error recovery: the association is gone; jobs see the new generation and
-// fail their commands over, and reconnects start after reconnect_delay.
+// Error recovery: the association is gone. RESETTING until the jobs have
+// handed back its commands (they see the new generation and fail them
+// over), then CONNECTING: a reconnect every reconnect_delay.
 void Controller::go_down(const std::string &why) {
-  const auto now = Clock::now();
-  {
-    std::lock_guard lk(mu_);
-    reason_ = why;
-    down_since_ = now;
-    next_attempt_ = now + cfg_.recovery.reconnect_delay;
-  }
-  state_ = CtrlState::Resetting;
-  generation_++;
+  rec_.reset(Clock::now(), why);
   admin_.reset();
   enabled_ = false;
-  aer_outstanding_ = ka_outstanding_ = ana_outstanding_ = false;
-  attempts_ = 0;
-  state_ = CtrlState::Connecting;
+  aer_outstanding_ = ka_outstanding_ = false;
+  ana_reads_.reset();
+  io_retry_.clear();
   log().info("{}: controller reset: {}; reconnecting every {} ms", label_, why, cfg_.recovery.reconnect_delay.count());
   wake_jobs();
+}
+
+// No job still holds a connection of an older generation.
+bool Controller::handed_back() const {
+  const uint32_t gen = generation();
+  std::lock_guard lk(mu_);
+  return std::all_of(attachments_.begin(), attachments_.end(), [gen](const auto &a) {
+    const uint32_t held = a->held_generation.load(std::memory_order_acquire);
+    return held == 0 || held == gen;
+  });
+}
+
+void Controller::resetting_step() {
+  run_tasks();
+  const auto now = Clock::now();
+  if (rec_.finish_reset(now, handed_back())) return;
+  // Jobs hand back from their own threads: look again soon.
+  wait_for_work(ms_until(rec_.wake_at(), now, 50));
 }
 
 void Controller::reconnect_step() {
   run_tasks();
   const auto now = Clock::now();
-  Clock::time_point since, next;
-  {
-    std::lock_guard lk(mu_);
-    since = down_since_;
-    next = next_attempt_;
-  }
-  const auto &loss = cfg_.recovery.ctrl_loss_tmo;
-  if (loss && now - since >= *loss) {
-    state_ = CtrlState::Deleted;
-    {
-      std::lock_guard lk(mu_);
-      reason_ = fmt::format("ctrl_loss_tmo ({} s) expired after {} reconnect attempt(s); last: {}", loss->count() / 1000.0,
-                            attempts_, reason_);
-    }
+  switch (rec_.next(now)) {
+  case ControllerRecovery::Next::Delete:
+    rec_.remove();
     log().warn("{}: removed: {}", label_, reason());
     wake_jobs();
     return;
+  case ControllerRecovery::Next::Wait: wait_for_work(ms_until(rec_.wake_at(), now, 1000)); return;
+  case ControllerRecovery::Next::Attempt: break;
   }
-  if (now < next) {
-    auto until = next;
-    if (loss) until = std::min(until, since + *loss);
-    wait_for_work(ms_until(until, now, 1000));
-    return;
-  }
-  attempts_++;
+  rec_.attempting();
   try {
     connect_association();
-    std::vector<std::shared_ptr<IoAttachment>> atts;
-    {
-      std::lock_guard lk(mu_);
-      atts = attachments_;
-    }
-    for (auto &a : atts)
-      prepare_io(*a);
   } catch (const std::exception &e) {
     admin_.reset();
     enabled_ = false;
-    std::lock_guard lk(mu_);
-    log().debug("{}: reconnect attempt {} failed: {}", label_, attempts_, e.what());
-    reason_ = e.what();
-    next_attempt_ = Clock::now() + cfg_.recovery.reconnect_delay;
+    log().debug("{}: reconnect attempt {} failed: {}", label_, rec_.attempts(), e.what());
+    rec_.attempt_failed(Clock::now(), e.what());
     return;
   }
-  const auto down_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since).count();
+  std::vector<std::shared_ptr<IoAttachment>> atts;
   {
     std::lock_guard lk(mu_);
-    reason_.clear();
+    atts = attachments_;
   }
+  for (auto &a : atts)
+    prepare_io_or_retry(a);
+  const auto down_ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - rec_.down_since()).count();
   next_ka_ = Clock::now();
-  state_ = CtrlState::Live;
-  log().info("{}: reconnected after {:.1f} s ({} attempt(s))", label_, down_ms / 1000.0, attempts_);
+  rec_.connected();
+  log().info("{}: reconnected after {:.1f} s ({} attempt(s))", label_, down_ms / 1000.0, rec_.attempts());
   wake_jobs();
+}
+
+// One job's I/O queue on a fresh association. Its failure is that job's
+// alone: the association stays up for the others, the job fails over (or
+// fails, with the refusal as the reason), and the queue is tried again
+// every reconnect_delay.
+void Controller::prepare_io_or_retry(const std::shared_ptr<IoAttachment> &a) {
+  try {
+    prepare_io(*a);
+  } catch (const std::exception &e) {
+    log().warn("{}: I/O queue {} not connected: {}; trying again in {} ms", label_, a->qid, e.what(),
+               cfg_.recovery.reconnect_delay.count());
+    if (io_retry_.empty()) io_retry_at_ = Clock::now() + cfg_.recovery.reconnect_delay;
+    io_retry_.push_back(a);
+    a->wake();
+  }
+}
+
+void Controller::retry_io() {
+  std::vector<std::weak_ptr<IoAttachment>> again;
+  again.swap(io_retry_);
+  for (auto &w : again) {
+    auto a = w.lock();
+    bool attached;
+    {
+      std::lock_guard lk(mu_);
+      attached = a && std::find(attachments_.begin(), attachments_.end(), a) != attachments_.end();
+    }
+    if (attached) prepare_io_or_retry(a);
+  }
+  if (!io_retry_.empty()) io_retry_at_ = Clock::now() + cfg_.recovery.reconnect_delay;
 }
 
 } // namespace mpnvme::host

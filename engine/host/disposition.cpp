@@ -18,13 +18,4 @@ Disposition decide_disposition(const Completion &c, unsigned retries, unsigned m
   return Disposition::Retry;
 }
 
-const char *disposition_name(Disposition d) {
-  switch (d) {
-  case Disposition::Complete: return "complete";
-  case Disposition::Retry: return "retry";
-  case Disposition::Failover: return "failover";
-  }
-  return "?";
-}
-
 } // namespace mpnvme::host

@@ -28,6 +28,4 @@ bool is_ana_error(uint16_t status);
 // path error fails over, and anything else is retried.
 Disposition decide_disposition(const Completion &c, unsigned retries, unsigned max_retries);
 
-const char *disposition_name(Disposition d);
-
 } // namespace mpnvme::host

@@ -12,7 +12,6 @@
 
 namespace mpnvme::host {
 namespace {
-constexpr size_t kRxBuffer = 64 * 1024;
 // Compact the staging buffer when less than this is free at its end: more
 // than any header, so a header never straddles the end.
 constexpr size_t kRxCompactBelow = 8192;
@@ -20,7 +19,8 @@ constexpr size_t kRxCompactBelow = 8192;
 
 // Every slot has at most one capsule in the ring; the rest is H2CData and
 // the ICReq.
-Queue::Queue(QueueParams params) : p_(std::move(params)), tx_(static_cast<size_t>(p_.slots) * 2 + 16), rx_(kRxBuffer) {
+Queue::Queue(QueueParams params)
+    : p_(std::move(params)), tx_(static_cast<size_t>(p_.slots) * 2 + 16), rx_(*this, pdu::Receiver::Host, kRxCompactBelow) {
   if (p_.slots == 0 || p_.slots > 4096) throw std::invalid_argument("queue slots must be 1..4096");
   slots_.resize(p_.slots);
   free_.reserve(p_.slots);
@@ -28,6 +28,7 @@ Queue::Queue(QueueParams params) : p_(std::move(params)), tx_(static_cast<size_t
     free_.push_back(static_cast<uint16_t>(i));
   done_.reserve(p_.slots);
   h2c_.resize(p_.slots);
+  rx_.set_digests(p_.digests); // what the ICResp must confirm
 }
 
 void Queue::start() {
@@ -38,7 +39,6 @@ void Queue::start() {
   SendRing::Pdu *t = tx_.alloc(-1);
   pdu::encode_icreq(t->hdr, req);
   t->hdr_len = static_cast<uint8_t>(pdu::kIcLen);
-  rx_state_ = Rx::IcResp;
 }
 
 bool Queue::submit(const Command &c) {
@@ -60,9 +60,8 @@ bool Queue::submit(const Command &c) {
   else
     sqe.set_sgl(0, c.dir == DataDir::None ? 0 : c.len, nvme::kSglTransportDataBlock);
 
-  const size_t hdr_end = pdu::kCmdHlen + (hd ? pdu::kDigestLen : 0);
   uint8_t pdo = 0;
-  uint32_t plen = static_cast<uint32_t>(hdr_end);
+  uint32_t plen = static_cast<uint32_t>(pdu::kCmdHlen + (hd ? pdu::kDigestLen : 0));
   uint8_t flags = hd ? pdu::kFlagHdgst : 0;
   if (incapsule) {
     pdo = pdu::data_offset(pdu::kCmdHlen, hd, icresp_.cpda);
@@ -71,24 +70,14 @@ bool Queue::submit(const Command &c) {
   }
   pdu::encode_common(t->hdr, pdu::Type::CapsuleCmd, flags, pdu::kCmdHlen, pdo, plen);
   std::memcpy(t->hdr + pdu::kCommonLen, sqe.b.data(), pdu::kSqeLen);
-  if (hd) pdu::put_header_digest(t->hdr, pdu::kCmdHlen);
-  t->hdr_len = static_cast<uint8_t>(hdr_end);
+  seal_header(*t, pdu::kCmdHlen, hd);
   s.in_ring = 1;
-  if (incapsule) {
-    t->pad = static_cast<uint8_t>(pdo - hdr_end);
-    t->data = c.data;
-    t->data_len = c.len;
-    if (dd) {
-      wire::put32(t->ddgst, 0, crc32c(c.data, c.len));
-      t->has_ddgst = true;
-    }
-  }
+  if (incapsule) attach_payload(*t, pdo, c.data, c.len, dd);
   return true;
 }
 
 // Turn outstanding R2Ts into H2CData PDUs while the ring has room.
 void Queue::generate_h2c() {
-  const bool hd = p_.digests.header, dd = p_.digests.data;
   const uint32_t maxdata = icresp_.maxh2cdata;
   while (h2c_count_ && !tx_.full()) {
     const uint16_t idx = h2c_[h2c_head_];
@@ -101,20 +90,8 @@ void Queue::generate_h2c() {
     const uint32_t chunk = std::min(s.r2t_end - s.r2t_next, maxdata);
     const bool last = s.r2t_next + chunk == s.r2t_end;
     SendRing::Pdu *t = tx_.alloc(idx);
-    const uint8_t pdo = pdu::data_offset(pdu::kDataHlen, hd, icresp_.cpda);
-    const uint8_t flags =
-        static_cast<uint8_t>((hd ? pdu::kFlagHdgst : 0) | (dd ? pdu::kFlagDdgst : 0) | (last ? pdu::kFlagLast : 0));
-    pdu::encode_data_hdr(t->hdr, pdu::Type::H2CData, flags, pdo, pdo + chunk + (dd ? 4u : 0u),
-                         {make_cid(idx), s.ttag, s.r2t_next, chunk});
-    if (hd) pdu::put_header_digest(t->hdr, pdu::kDataHlen);
-    t->hdr_len = static_cast<uint8_t>(pdu::kDataHlen + (hd ? pdu::kDigestLen : 0));
-    t->pad = static_cast<uint8_t>(pdo - t->hdr_len);
-    t->data = s.cmd.data + s.r2t_next;
-    t->data_len = chunk;
-    if (dd) {
-      wire::put32(t->ddgst, 0, crc32c(t->data, chunk));
-      t->has_ddgst = true;
-    }
+    encode_data_pdu(*t, pdu::Type::H2CData, last ? pdu::kFlagLast : 0, {make_cid(idx), s.ttag, s.r2t_next, chunk},
+                    s.cmd.data + s.r2t_next, p_.digests, icresp_.cpda);
     s.in_ring++;
     s.r2t_next += chunk;
     if (last) {
@@ -158,6 +135,7 @@ void Queue::fail(const std::string &why) {
   if (!failed_) {
     failed_ = true;
     failure_ = why;
+    rx_.stop();
     log().debug("{}: {}; {} command(s) in flight", p_.label, why, inflight_);
   }
   for (uint16_t i = 0; i < slots_.size(); i++) {
@@ -172,14 +150,9 @@ void Queue::fail(const std::string &why) {
   h2c_count_ = 0;
 }
 
-void Queue::protocol_error(pdu::Fes fes, const char *what, const uint8_t *hdr, size_t hlen, uint32_t fei) {
-  uint8_t term[pdu::kTermMaxPlen];
-  const size_t len = pdu::encode_termreq(term, pdu::Type::H2CTermReq, {static_cast<uint16_t>(fes), fei}, hdr, hlen);
-  termreq_.assign(term, term + len);
-  const pdu::Common c = pdu::decode_common(hdr);
-  fail(fmt::format("protocol error in {} PDU (type {:#x} flags {:#x} hlen {} pdo {} plen {}): {}; sent H2CTermReq ({})",
-                   pdu::type_name(c.type), c.type, c.flags, c.hlen, c.pdo, c.plen, what,
-                   pdu::fes_name(static_cast<uint16_t>(fes))));
+void Queue::on_protocol_error(const uint8_t *termreq, size_t len, pdu::Fes fes, const std::string &why) {
+  termreq_.assign(termreq, termreq + len);
+  fail(fmt::format("{}; sent H2CTermReq ({})", why, pdu::fes_name(static_cast<uint16_t>(fes))));
 }
 
 Queue::Slot *Queue::slot_for_cid(uint16_t cid, const char *pdu_name) {
@@ -193,159 +166,76 @@ Queue::Slot *Queue::slot_for_cid(uint16_t cid, const char *pdu_name) {
   return &s;
 }
 
-size_t Queue::rx_iov(iovec iov[2]) { return rx_.receive_iov(iov, rx_state_ == Rx::Data, kRxCompactBelow); }
+size_t Queue::rx_iov(iovec iov[2]) { return rx_.rx_iov(iov); }
 
-void Queue::on_received(size_t n) {
-  if (failed_) return;
-  if (n == 0) {
-    fail("connection closed by the controller");
-    return;
-  }
-  if (rx_.take_direct(n, p_.digests.data)) {
-    if (p_.digests.data)
-      rx_state_ = Rx::DataDigest;
-    else
-      finish_data_pdu();
-  }
-  rx_.len += n;
-  process();
-}
+void Queue::on_received(size_t n) { rx_.on_received(n); }
 
-void Queue::process() {
-  while (!failed_) {
-    switch (rx_state_) {
-    case Rx::IcResp:
-      if (!take_icresp()) return;
-      break;
-    case Rx::Header:
-      if (!take_header()) return;
-      break;
-    case Rx::Pad: {
-      if (!staged()) return;
-      const auto skip = static_cast<uint32_t>(std::min<size_t>(rx_.pad, staged()));
-      rx_.pos += skip;
-      rx_.pad -= skip;
-      if (!rx_.pad) rx_state_ = Rx::Data;
-      break;
-    }
-    case Rx::Data:
-      if (!staged()) return;
-      take_data();
-      break;
-    case Rx::DataDigest:
-      if (staged() < ddgst_.size()) return;
-      std::memcpy(ddgst_.data(), rx_.buf.data() + rx_.pos, ddgst_.size());
-      rx_.pos += ddgst_.size();
-      finish_data_pdu();
-      break;
-    }
-  }
-}
-
-bool Queue::take_icresp() {
-  if (staged() < pdu::kCommonLen) return false;
-  const uint8_t *h = rx_.buf.data() + rx_.pos;
+// ICResp, or a C2HTermReq when the controller refuses the connection.
+size_t Queue::on_setup(const uint8_t *h, size_t staged) {
+  if (staged < pdu::kCommonLen) return 0;
   const pdu::Common c = pdu::decode_common(h);
   if (c.type == static_cast<uint8_t>(pdu::Type::C2HTermReq)) {
-    if (staged() < pdu::kTermHlen) return false;
+    if (staged < pdu::kTermHlen) return 0;
     const auto t = pdu::decode_termreq(h);
     fail(fmt::format("controller refused the connection: {} (C2HTermReq fes {})", pdu::fes_name(t.fes), t.fes));
-    return false;
+    return 0;
   }
-  if (staged() < pdu::kIcLen) return false;
+  if (staged < pdu::kIcLen) return 0;
   if (auto v = pdu::decode_icresp(h, icresp_); !v) {
     fail(fmt::format("bad ICResp: {}", v.what));
-    return false;
+    return 0;
   }
-  rx_.pos += pdu::kIcLen;
   if (icresp_.digests.header != p_.digests.header) {
     fail(fmt::format("controller {} header digest (hdr_digest={} requested)", icresp_.digests.header ? "forced" : "declined",
                      p_.digests.header ? 1 : 0));
-    return false;
+    return 0;
   }
   if (icresp_.digests.data != p_.digests.data) {
     fail(fmt::format("controller {} data digest (data_digest={} requested)", icresp_.digests.data ? "forced" : "declined",
                      p_.digests.data ? 1 : 0));
-    return false;
+    return 0;
   }
   ready_ = true;
-  rx_state_ = Rx::Header;
-  return true;
+  return pdu::kIcLen;
 }
 
-bool Queue::take_header() {
-  if (staged() < pdu::kCommonLen) return false;
-  const uint8_t *h = rx_.buf.data() + rx_.pos;
-  const pdu::Common c = pdu::decode_common(h);
-  const pdu::Verdict v = pdu::validate(c, pdu::Receiver::Host, p_.digests, UINT32_MAX);
-  if (!v) {
-    protocol_error(v.fes, v.what, h, pdu::kCommonLen, v.field_offset);
-    return false;
-  }
-  const bool term = c.type == static_cast<uint8_t>(pdu::Type::C2HTermReq);
-  const size_t hdr_total = c.hlen + (p_.digests.header && !term ? pdu::kDigestLen : 0);
-  if (staged() < hdr_total) return false;
-  rx_.cur = c;
-  std::memcpy(rx_.hdr, h, std::min(hdr_total, sizeof rx_.hdr));
-  rx_.pos += hdr_total;
-  handle_header(rx_.hdr, c);
-  return !failed_;
+void Queue::on_termreq(const pdu::TermReq &t) {
+  fail(fmt::format("controller terminated the connection: {} (C2HTermReq fes {:#x} fei {:#x})", pdu::fes_name(t.fes), t.fes,
+                   t.fei));
 }
 
-// Payload bytes that were read ahead together with a header.
-void Queue::take_data() {
-  const auto n = static_cast<uint32_t>(std::min<size_t>(rx_.left, staged()));
-  std::memcpy(rx_.dst, rx_.buf.data() + rx_.pos, n);
-  rx_.pos += n;
-  if (p_.digests.data) rx_.crc = crc32c_update(rx_.crc, rx_.dst, n);
-  rx_.dst += n;
-  rx_.left -= n;
-  if (rx_.left) return;
-  if (p_.digests.data)
-    rx_state_ = Rx::DataDigest;
-  else
-    finish_data_pdu();
-}
-
-void Queue::handle_header(const uint8_t *h, const pdu::Common &c) {
-  const auto type = static_cast<pdu::Type>(c.type);
-  if (type == pdu::Type::C2HTermReq) {
-    const auto t = pdu::decode_termreq(h);
-    fail(fmt::format("controller terminated the connection: {} (C2HTermReq fes {:#x} fei {:#x})", pdu::fes_name(t.fes), t.fes,
-                     t.fei));
-    return;
-  }
-  if (p_.digests.header && !pdu::header_digest_ok(h, c.hlen))
-    return protocol_error(pdu::Fes::HeaderDigestError, "header digest mismatch", h, c.hlen, 0);
-  switch (type) {
-  case pdu::Type::CapsuleResp: {
-    const nvme::Cqe cqe = nvme::decode_cqe(h + pdu::kCommonLen);
-    Slot *s = slot_for_cid(cqe.cid, "CapsuleResp");
-    if (!s) return protocol_error(pdu::Fes::InvalidHeaderField, "response for a command not in flight", h, c.hlen, 20);
-    if (s->state == Slot::State::SendingData) // Linux fails such a command and keeps the queue
-      log().debug("{} cid {:#x}: response while its R2T is being answered", p_.label, cqe.cid);
-    const auto idx = static_cast<uint16_t>(s - slots_.data());
-    if (cqe.status == 0 && s->cmd.dir == DataDir::FromController && s->rx_done != s->cmd.len) {
-      log().error("{} cid {:#x}: success with {} of {} data bytes received", p_.label, cqe.cid, s->rx_done, s->cmd.len);
-      return complete(idx, nvme::kStatusDataXferError, cqe.dw0, cqe.dw1);
-    }
-    return complete(idx, cqe.status, cqe.dw0, cqe.dw1);
-  }
+void Queue::on_header(const uint8_t *h, const pdu::Common &c) {
+  switch (static_cast<pdu::Type>(c.type)) {
+  case pdu::Type::CapsuleResp: return on_response(h, c);
   case pdu::Type::R2T: return handle_r2t(h, c);
   case pdu::Type::C2HData: return handle_c2h_data(h, c);
-  default: return protocol_error(pdu::Fes::InvalidHeaderField, "unexpected PDU type", h, c.hlen, 0);
+  default: return rx_.protocol_error(pdu::Fes::InvalidHeaderField, "unexpected PDU type", h, c.hlen, 0);
   }
+}
+
+void Queue::on_response(const uint8_t *h, const pdu::Common &c) {
+  const nvme::Cqe cqe = nvme::decode_cqe(h + pdu::kCommonLen);
+  Slot *s = slot_for_cid(cqe.cid, "CapsuleResp");
+  if (!s) return rx_.protocol_error(pdu::Fes::InvalidHeaderField, "response for a command not in flight", h, c.hlen, 20);
+  if (s->state == Slot::State::SendingData) // Linux fails such a command and keeps the queue
+    log().debug("{} cid {:#x}: response while its R2T is being answered", p_.label, cqe.cid);
+  const auto idx = static_cast<uint16_t>(s - slots_.data());
+  if (cqe.status == 0 && s->cmd.dir == DataDir::FromController && s->rx_done != s->cmd.len) {
+    log().error("{} cid {:#x}: success with {} of {} data bytes received", p_.label, cqe.cid, s->rx_done, s->cmd.len);
+    return complete(idx, nvme::kStatusDataXferError, cqe.dw0, cqe.dw1);
+  }
+  complete(idx, cqe.status, cqe.dw0, cqe.dw1);
 }
 
 void Queue::handle_r2t(const uint8_t *h, const pdu::Common &c) {
   const pdu::R2THdr r = pdu::decode_r2t(h);
   Slot *s = slot_for_cid(r.cccid, "R2T");
   if (!s || s->cmd.dir != DataDir::ToController)
-    return protocol_error(pdu::Fes::InvalidHeaderField, "R2T for a command that is not a pending write", h, c.hlen, 8);
+    return rx_.protocol_error(pdu::Fes::InvalidHeaderField, "R2T for a command that is not a pending write", h, c.hlen, 8);
   if (r.r2tl == 0 || r.r2to > s->cmd.len || r.r2tl > s->cmd.len - r.r2to)
-    return protocol_error(pdu::Fes::DataOutOfRange, "R2T range outside the command's data", h, c.hlen, 12);
+    return rx_.protocol_error(pdu::Fes::DataOutOfRange, "R2T range outside the command's data", h, c.hlen, 12);
   if (s->state == Slot::State::SendingData)
-    return protocol_error(pdu::Fes::R2TLimitExceeded, "second R2T while one is outstanding (maxr2t 0)", h, c.hlen, 8);
+    return rx_.protocol_error(pdu::Fes::R2TLimitExceeded, "second R2T while one is outstanding (maxr2t 0)", h, c.hlen, 8);
   s->state = Slot::State::SendingData;
   s->ttag = r.ttag;
   s->r2t_next = r.r2to;
@@ -358,39 +248,38 @@ void Queue::handle_c2h_data(const uint8_t *h, const pdu::Common &c) {
   const pdu::DataHdr d = pdu::decode_data_hdr(h);
   Slot *s = slot_for_cid(d.cccid, "C2HData");
   if (!s || s->cmd.dir != DataDir::FromController)
-    return protocol_error(pdu::Fes::InvalidHeaderField, "C2HData for a command that is not a pending read", h, c.hlen, 8);
+    return rx_.protocol_error(pdu::Fes::InvalidHeaderField, "C2HData for a command that is not a pending read", h, c.hlen, 8);
   const uint32_t trailer = p_.digests.data ? 4u : 0u;
   if (c.pdo == 0 || c.plen < c.pdo + trailer)
-    return protocol_error(pdu::Fes::InvalidHeaderField, "C2HData without data", h, c.hlen, 3);
+    return rx_.protocol_error(pdu::Fes::InvalidHeaderField, "C2HData without data", h, c.hlen, 3);
   const uint32_t datal = c.plen - c.pdo - trailer;
-  if (d.datal != datal) return protocol_error(pdu::Fes::InvalidHeaderField, "datal does not match plen", h, c.hlen, 16);
-  if (d.datal == 0) return protocol_error(pdu::Fes::InvalidHeaderField, "C2HData without data", h, c.hlen, 16);
-  if (d.datao != s->rx_done) return protocol_error(pdu::Fes::DataOutOfRange, "C2HData out of order", h, c.hlen, 12);
+  if (d.datal != datal) return rx_.protocol_error(pdu::Fes::InvalidHeaderField, "datal does not match plen", h, c.hlen, 16);
+  if (d.datal == 0) return rx_.protocol_error(pdu::Fes::InvalidHeaderField, "C2HData without data", h, c.hlen, 16);
+  if (d.datao != s->rx_done) return rx_.protocol_error(pdu::Fes::DataOutOfRange, "C2HData out of order", h, c.hlen, 12);
   if (d.datao > s->cmd.len || d.datal > s->cmd.len - d.datao)
-    return protocol_error(pdu::Fes::DataOutOfRange, "C2HData beyond the command's buffer", h, c.hlen, 12);
-  const bool pad = rx_.begin_data(static_cast<uint16_t>(s - slots_.data()), s->cmd.data + d.datao, d.datal, c, p_.digests.header);
-  rx_state_ = pad ? Rx::Pad : Rx::Data;
+    return rx_.protocol_error(pdu::Fes::DataOutOfRange, "C2HData beyond the command's buffer", h, c.hlen, 12);
+  rx_.begin_data(static_cast<uint16_t>(s - slots_.data()), s->cmd.data + d.datao, d.datal);
 }
 
-void Queue::finish_data_pdu() {
-  Slot &s = slots_[rx_.slot];
-  rx_state_ = Rx::Header;
-  if (p_.digests.data && wire::get32(ddgst_.data(), 0) != crc32c_final(rx_.crc)) {
+void Queue::on_data_end(bool digest_ok) {
+  const uint16_t idx = rx_.slot();
+  Slot &s = slots_[idx];
+  if (!digest_ok) {
     // The data can't be trusted: the command ends with a data transfer error
     // and the queue with it, as the Linux host does.
-    log().error("{} cid {:#x}: data digest mismatch in C2HData (datao {} datal {})", p_.label, make_cid(rx_.slot), s.rx_done,
-                rx_.datal);
-    complete(rx_.slot, nvme::kStatusDataXferError);
+    log().error("{} cid {:#x}: data digest mismatch in C2HData (datao {} datal {})", p_.label, make_cid(idx), s.rx_done,
+                rx_.datal());
+    complete(idx, nvme::kStatusDataXferError);
     fail("data digest error");
     return;
   }
-  s.rx_done += rx_.datal;
-  if (rx_.cur.flags & pdu::kFlagSuccess) {
+  s.rx_done += rx_.datal();
+  if (rx_.current().flags & pdu::kFlagSuccess) {
     if (s.rx_done != s.cmd.len) {
-      log().error("{} cid {:#x}: SUCCESS flag with {} of {} bytes", p_.label, make_cid(rx_.slot), s.rx_done, s.cmd.len);
-      return complete(rx_.slot, nvme::kStatusDataXferError);
+      log().error("{} cid {:#x}: SUCCESS flag with {} of {} bytes", p_.label, make_cid(idx), s.rx_done, s.cmd.len);
+      return complete(idx, nvme::kStatusDataXferError);
     }
-    complete(rx_.slot, 0);
+    complete(idx, 0);
   }
 }
 

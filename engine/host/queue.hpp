@@ -20,8 +20,8 @@
 
 #include "../../lib/nvme.hpp"
 #include "../../lib/pdu.hpp"
-#include "../../lib/rx_cursor.hpp"
 #include "../../lib/send_ring.hpp"
+#include "../../lib/stream_codec.hpp"
 
 namespace mpnvme::host {
 
@@ -56,7 +56,7 @@ struct QueueParams {
   std::string label;            // "path ADDR:PORT qid N" in log lines
 };
 
-class Queue {
+class Queue : private PduHandler {
 public:
   explicit Queue(QueueParams params);
   Queue(const Queue &) = delete;
@@ -116,23 +116,22 @@ private:
     uint32_t r2t_next = 0, r2t_end = 0;
     uint16_t in_ring = 0; // PDUs in the send ring that point at this slot
   };
-  enum class Rx : uint8_t { IcResp, Header, Pad, Data, DataDigest };
-
   uint16_t make_cid(uint16_t idx) const { return static_cast<uint16_t>((slots_[idx].gen & 0xf) << 12 | idx); }
   Slot *slot_for_cid(uint16_t cid, const char *pdu_name);
   void generate_h2c();
   void complete(uint16_t idx, uint16_t status, uint32_t dw0 = 0, uint32_t dw1 = 0);
   void release(uint16_t idx);
-  void process();
-  bool take_icresp();
-  bool take_header();
-  void take_data();
-  void protocol_error(pdu::Fes fes, const char *what, const uint8_t *hdr, size_t hlen, uint32_t fei);
-  void handle_header(const uint8_t *h, const pdu::Common &c);
+  // What the host accepts from the shared receiver (PduHandler).
+  size_t on_setup(const uint8_t *p, size_t staged) override;
+  uint32_t max_data(const pdu::Common &) const override { return UINT32_MAX; }
+  void on_header(const uint8_t *h, const pdu::Common &c) override;
+  void on_data_end(bool digest_ok) override;
+  void on_termreq(const pdu::TermReq &t) override;
+  void on_protocol_error(const uint8_t *termreq, size_t len, pdu::Fes fes, const std::string &why) override;
+  void on_peer_closed() override { fail("connection closed by the controller"); }
+  void on_response(const uint8_t *h, const pdu::Common &c);
   void handle_r2t(const uint8_t *h, const pdu::Common &c);
   void handle_c2h_data(const uint8_t *h, const pdu::Common &c);
-  void finish_data_pdu();
-  size_t staged() const { return rx_.staged(); }
 
   QueueParams p_;
   pdu::IcResp icresp_;
@@ -151,9 +150,7 @@ private:
   std::vector<uint16_t> h2c_; // slots with R2T data still to generate (FIFO ring)
   size_t h2c_head_ = 0, h2c_count_ = 0;
 
-  RxCursor rx_;
-  Rx rx_state_ = Rx::IcResp;
-  std::array<uint8_t, 4> ddgst_{};
+  PduReceiver rx_;
 };
 
 } // namespace mpnvme::host

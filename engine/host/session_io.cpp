@@ -91,7 +91,7 @@ bool Session::build(const mpnvme_io &io, Request &r, int &error) {
 bool Session::usable(const Path &p) const {
   if (!p.ch || p.ch->queue().failed()) return false;
   if (p.ctrl->state() != CtrlState::Live || p.ctrl->generation() != p.generation) return false;
-  return ana_usable(p.att->ana.load(std::memory_order_relaxed)) && !p.att->ana_pending.load(std::memory_order_relaxed);
+  return ana_usable(p.att->ana.load(std::memory_order_relaxed)) && p.att->ana_pending.load(std::memory_order_relaxed) == 0;
 }
 
 int Session::pick_path(uint64_t bytes) {
@@ -209,8 +209,7 @@ void Session::finish(Request &r, const Completion &c, Clock::time_point now) {
   case Disposition::Failover:
     p.stats.failovers++;
     if (!c.aborted && is_ana_error(c.status)) {
-      p.att->ana_pending = true; // unusable until the ANA log says otherwise
-      p.ctrl->request_ana_read();
+      p.ctrl->request_ana_read(&p.att->ana_pending); // unusable until the ANA log says otherwise
       log().info("{} cid {:#x}: {}: failing over, reading the ANA log again", p.label, c.cid, nvme::status_string(c.status));
     }
     break;
@@ -229,6 +228,7 @@ void Session::adopt(size_t i, Clock::time_point now) {
   if (p.ch) path_down(i, "replaced by a new connection", now);
   p.ch = std::move(ch);
   p.generation = gen;
+  p.att->held_generation.store(gen, std::memory_order_release);
   if (p.ever_up) p.stats.reconnects++;
   epoll_event ev{};
   ev.events = EPOLLIN;
@@ -247,6 +247,7 @@ void Session::path_down(size_t i, const std::string &why, Clock::time_point now)
     epoll_ctl(epfd_, EPOLL_CTL_DEL, p.ch->fd(), nullptr);
     harvest(i, now);
     p.ch.reset();
+    p.att->held_generation.store(0, std::memory_order_release); // its commands are handed back
   }
   if (p.up) {
     p.up = false;
@@ -280,7 +281,7 @@ void Session::maintain(Clock::time_point now) {
     } else {
       p.down_since = now;
       log().info("job {} {}: path not usable: ANA {}{}", job_.name, p.label, ana_state_name(p.att->ana.load()),
-                 p.att->ana_pending ? " (ANA log being read again)" : "");
+                 p.att->ana_pending.load() ? " (ANA log being read again)" : "");
     }
     p.up = up;
   }

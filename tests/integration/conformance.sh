@@ -17,8 +17,10 @@ for case in "--css 0" "--css 6" "--css 6 --mptcp" "--css 0 --mptcp"; do
   else
     cat "$work/minihost.out"; fail "minihost $case"
   fi
+  # Every case, not only the last one, must reach the I/O queue.
+  grep -q "I/O queue 1 connected without Set Features" "$work/minihost.out" ||
+    fail "minihost $case: the I/O Connect step did not run"
 done
-grep -q "I/O queue 1 connected without Set Features" "$work/minihost.out" || fail "the I/O Connect step did not run"
 # Each run made one MDTS refusal per direction on its own connection: four
 # runs, four lines per direction (once per cause per connection).
 for dir in Read Write; do

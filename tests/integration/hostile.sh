@@ -17,8 +17,15 @@ in_host python3 "$root/tests/integration/hostile_clients.py" 10.1.1.1 4420 "$NQN
 wait "$fio_pid" || fail "the good client failed while the target was under attack"
 [[ $(json good | jq '[.jobs[].read.io_bytes] | add') -gt 0 ]] || fail "good client verified nothing"
 kill -0 "$target_pid" 2>/dev/null || fail "target died"
+# SIGUSR1 makes the target print its port counters: wait (bounded) for the
+# new line rather than for a fixed time.
+before=$(grep -cE '^port 1' "$work/target.log" || true)
 kill -USR1 "$target_pid"
-sleep 0.5
+for _ in $(seq 100); do
+  (($(grep -cE '^port 1' "$work/target.log" || true) > before)) && break
+  sleep 0.1
+done
+(($(grep -cE '^port 1' "$work/target.log" || true) > before)) || fail "no port counters within 10 s of SIGUSR1"
 grep -E '^port 1' "$work/target.log" | tail -1
 errors=$(grep -E '^port 1' "$work/target.log" | tail -1 | sed -n 's/.* errors \([0-9]*\).*/\1/p')
 ((errors >= 10)) && pass "target counted $errors protocol errors and kept serving" || fail "target counted $errors errors"

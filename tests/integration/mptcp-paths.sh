@@ -36,13 +36,14 @@ while read -r p b; do d[$p]=$((b - b0[$p])); total=$((total + d[$p])); done <<<"
 for p in $(seq 1 "$paths"); do echo "path $p: ${d[$p]} bytes ($((100 * d[$p] / (total > 0 ? total : 1)))%)"; done
 if [[ $mode == 4 ]]; then
   # Roughly balanced: every path carries at least half of its even share.
+  bad=0
   for p in 1 2 3 4; do
-    ((d[$p] * 4 * 2 >= total)) || fail "path $p carried ${d[$p]} of $total bytes"
+    ((d[$p] * 4 * 2 >= total)) || { fail "path $p carried ${d[$p]} of $total bytes"; bad=1; }
   done
-  pass "all 4 paths carry traffic"
+  ((total > 0 && !bad)) && pass "all 4 paths carry traffic" || ((bad)) || fail "no bytes crossed the paths"
 elif [[ $mode == tcp ]]; then
-  ((d[1] * 100 >= total * 95)) || fail "TCP spread over paths (path 1: ${d[1]} of $total)"
-  pass "TCP stays on path 1"
+  ((total > 0 && d[1] * 100 >= total * 95)) && pass "TCP stays on path 1" ||
+    fail "TCP spread over paths or moved nothing (path 1: ${d[1]} of $total)"
 fi
 stop_target || fail "target exited with $?"
 grep -q "port 1 mptcp 10.1.1.1:4420: connections 0" "$work/target.log" || fail "target counters missing at exit"

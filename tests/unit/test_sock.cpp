@@ -54,6 +54,18 @@ template <typename F> void expect_error(F &&f, const char *needle) {
   }
   fail_msg("no error, expected '%s'", needle);
 }
+
+template <typename F> void expect_step(F &&f, const char *needle, SocketStep step) {
+  try {
+    f();
+  } catch (const SocketError &e) {
+    if (!strstr(e.what(), needle)) fail_msg("message '%s' lacks '%s'", e.what(), needle);
+    if (e.step != step) fail_msg("'%s': step %d, expected %d", e.what(), static_cast<int>(e.step), static_cast<int>(step));
+    if (strstr(e.what(), "host_") || strstr(e.what(), "sk_priority")) fail_msg("'%s' names an engine option", e.what());
+    return;
+  }
+  fail_msg("no SocketError, expected '%s'", needle);
+}
 } // namespace
 
 static void mptcp_to_mptcp_listener(void **) {
@@ -64,6 +76,7 @@ static void mptcp_to_mptcp_listener(void **) {
   assert_true(peer >= 0);
   MptcpState st = query_mptcp(fd.get());
   assert_true(st.mptcp);
+  assert_int_equal(get_int(fd.get(), SOL_SOCKET, SO_PROTOCOL), kIpprotoMptcp);
   ::close(peer);
 }
 
@@ -81,6 +94,8 @@ static void tcp_transport_is_plain_tcp(void **) {
   SocketSettings s;
   s.transport = Transport::Tcp;
   Fd fd = connect_stream(l.addr(), s);
+  // The socket itself is TCP, not an MPTCP socket that fell back.
+  assert_int_equal(get_int(fd.get(), SOL_SOCKET, SO_PROTOCOL), IPPROTO_TCP);
   assert_false(query_mptcp(fd.get()).mptcp);
 }
 
@@ -109,12 +124,15 @@ static void failures_name_address_and_step(void **) {
   expect_error([&] { connect_stream(closed, SocketSettings{}); }, closed.display().c_str());
   SocketSettings s;
   s.host_traddr = "192.0.2.1";
-  expect_error([&] { connect_stream(closed, s); }, "bind to host_traddr=192.0.2.1");
+  // This layer says what failed; the engine and the target add their own
+  // option names (SocketError::step tells them which).
+  expect_step([&] { connect_stream(closed, s); }, "bind to source address 192.0.2.1", SocketStep::Source);
   s.host_traddr = "fe80::1";
-  expect_error([&] { connect_stream(closed, s); }, "host_traddr=fe80::1 is not a numeric address");
+  expect_step([&] { connect_stream(closed, s); }, "source address fe80::1 is not a numeric address", SocketStep::Source);
   s.host_traddr.clear();
   s.host_iface = "no-such-if0";
-  expect_error([&] { connect_stream(closed, s); }, "host_iface=no-such-if0");
+  expect_step([&] { connect_stream(closed, s); }, "bind to device no-such-if0", SocketStep::Device);
+  expect_step([&] { connect_stream(closed, SocketSettings{}); }, "connect", SocketStep::Connect);
 }
 
 int main() {

@@ -12,11 +12,6 @@
 namespace mpnvme::target {
 using namespace nvme;
 
-namespace {
-constexpr uint32_t kMaxAnaGroups = 128;
-
-} // namespace
-
 void Connection::exec_admin(Cmd &c, uint16_t slot) {
   switch (c.sqe.opcode()) {
   case kAdminIdentify: return identify(c, slot);
@@ -81,7 +76,7 @@ void Connection::identify(Cmd &c, uint16_t slot) {
     for (auto &[id_, ns] : sub.namespaces)
       nn = std::max(nn, id_);
     id->nn = id->mnan = sub.discovery ? 0 : std::max(nn, 1u);
-    id->oncs = sub.discovery ? 0 : (kOncsDsm | kOncsWriteZeroes);
+    id->oncs = sub.discovery ? 0 : (NVME_CTRL_ONCS_DSM | NVME_CTRL_ONCS_WRITE_ZEROES);
     id->vwc = sub.discovery ? 0 : 1; // Flush matters for file namespaces
     id->sgls = 1u | (1u << 20);      // SGLs supported, address used as offset
     std::memcpy(id->subnqn, sub.cfg.nqn.data(), std::min<size_t>(sub.cfg.nqn.size(), sizeof id->subnqn - 1));

@@ -254,6 +254,9 @@ void finalize(TargetConfig &c) {
     std::set<uint32_t> ids;
     for (auto &n : s.namespaces) {
       if (!ids.insert(n.nsid).second) throw std::invalid_argument(fmt::format("{}: nsid {} configured twice", s.nqn, n.nsid));
+      if (n.anagrpid < 1 || n.anagrpid > kMaxAnaGroups)
+        throw std::invalid_argument(
+            fmt::format("{}: nsid {}: ANA group {} outside 1..{}", s.nqn, n.nsid, n.anagrpid, kMaxAnaGroups));
       // Stable identifiers from subsystem and nsid: Linux multipath matches
       // a namespace across controllers by them.
       const std::string seed = fmt::format("{}/{}", s.nqn, n.nsid);
@@ -274,6 +277,9 @@ void finalize(TargetConfig &c) {
   std::set<uint16_t> ids;
   for (auto &p : c.ports) {
     if (!ids.insert(p.id).second) throw std::invalid_argument(fmt::format("port id {} configured twice", p.id));
+    for (const auto &[grp, st] : p.ana)
+      if (grp < 1 || grp > kMaxAnaGroups)
+        throw std::invalid_argument(fmt::format("port {}: ANA group {} outside 1..{}", p.id, grp, kMaxAnaGroups));
     for (auto &n : p.subsystems)
       if (!nqns.count(n)) throw std::invalid_argument(fmt::format("port {} serves unknown subsystem {}", p.id, n));
   }

@@ -18,6 +18,8 @@
 namespace mpnvme::target {
 
 enum class Backing { Ram, Null, File };
+// ANA groups a port can report (Identify ANAGRPMAX / NANAGRPID).
+constexpr uint32_t kMaxAnaGroups = 128;
 
 struct NamespaceConfig {
   uint32_t nsid = 1;

@@ -19,8 +19,8 @@
 #include "nvme.hpp"
 #include "pdu.hpp"
 #include "registry.hpp"
-#include "rx_cursor.hpp"
 #include "send_ring.hpp"
+#include "stream_codec.hpp"
 
 namespace mpnvme::target {
 
@@ -51,7 +51,7 @@ struct ConnCounters {
   uint64_t commands = 0, rx_bytes = 0, tx_bytes = 0, errors = 0;
 };
 
-class Connection {
+class Connection : private PduHandler {
 public:
   Connection(Registry &reg, ConnIo &io, int fd, PortState &port, std::string peer);
   ~Connection();
@@ -104,16 +104,18 @@ private:
     uint16_t in_ring = 0;
     bool aer = false; // parked Async Event Request
   };
-  enum class Rx : uint8_t { Ic, Header, Pad, Data, DataDigest, Discard };
-
-  // transport
-  void process();
+  // transport: what the controller accepts from the shared receiver
+  size_t on_setup(const uint8_t *p, size_t staged) override;
+  uint32_t max_data(const pdu::Common &c) const override;
+  void on_header(const uint8_t *h, const pdu::Common &c) override;
+  void on_data_end(bool digest_ok) override;
+  void on_termreq(const pdu::TermReq &t) override;
+  void on_protocol_error(const uint8_t *termreq, size_t len, pdu::Fes fes, const std::string &why) override;
+  void on_peer_closed() override { close("closed by the host"); }
   bool handle_icreq(const uint8_t *h);
-  void handle_header(const uint8_t *h, const pdu::Common &c);
   void handle_capsule(const uint8_t *h, const pdu::Common &c);
   void handle_h2c_data(const uint8_t *h, const pdu::Common &c);
   void data_complete();
-  void protocol_error(pdu::Fes fes, const char *what, const uint8_t *hdr, size_t hlen, uint32_t fei);
   SendRing::Pdu *tx_alloc(int32_t slot);
   bool ensure_buf(Cmd &c, uint32_t len);
   void send_r2t(uint16_t slot);
@@ -155,7 +157,6 @@ private:
   uint16_t sqhd_ = 0;
   bool sqflow_disabled_ = false;
   std::shared_ptr<Controller> ctrl_;
-  pdu::Digests dg_;
   uint8_t hpda_ = 0;
   uint32_t inline_limit_;
   unsigned file_ops_ = 0;
@@ -164,8 +165,7 @@ private:
   std::vector<uint16_t> free_;
   SendRing tx_;
 
-  RxCursor rx_;
-  Rx rx_state_ = Rx::Ic;
+  PduReceiver rx_;
   bool cur_last_ = false;
   bool digest_failed_ = false;           // a data digest of the current transfer failed
   std::unordered_set<uint32_t> refused_; // refusals logged at info: status, opcode, fctype

@@ -56,7 +56,7 @@ std::string control_command(Registry &reg, const std::string &line) {
       return fmt::format("error: ANA state '{}' (accepted: optimized, non-optimized, inaccessible, persistent-loss, change)\n",
                          st);
     if (!reg.port(static_cast<uint16_t>(port))) return fmt::format("error: no port {}\n", port);
-    if (grp == 0 || grp > 128) return "error: ANA group must be 1..128\n";
+    if (grp == 0 || grp > kMaxAnaGroups) return fmt::format("error: ANA group must be 1..{}\n", kMaxAnaGroups);
     reg.set_ana(static_cast<uint16_t>(port), grp, *a);
     return "ok\n";
   }

@@ -126,6 +126,12 @@ void Reactor::start(int fd, PortState &port, std::string peer) {
     if (reg_.config().reflect_tos && port.cfg.transport == Transport::Mptcp) tos = reflected_tos(fd);
     apply_priority(fd, ss.ss_family == AF_INET6, port.cfg.sk_priority, tos, what);
     set_nodelay(fd, what);
+  } catch (const SocketError &e) {
+    // This layer's message says what failed; the option is the target's.
+    const char *opt = e.step == SocketStep::Tos        ? " (--tos or the port's tos)"
+                      : e.step == SocketStep::Priority ? " (--sk-priority or the port's so_priority)"
+                                                       : "";
+    log().warn("{}{}", e.what(), opt);
   } catch (const std::exception &e) {
     log().warn("{}", e.what());
   }

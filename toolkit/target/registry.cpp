@@ -17,21 +17,32 @@ bool Subsystem::host_allowed(const std::string &hostnqn) const {
   return false;
 }
 
+PortState::PortState(PortConfig c) : cfg(std::move(c)) {
+  for (auto &a : ana_)
+    a.store(AnaState::Optimized, std::memory_order_relaxed);
+  for (const auto &[grp, st] : cfg.ana)
+    if (grp >= 1 && grp <= kMaxAnaGroups) {
+      ana_[grp].store(st, std::memory_order_relaxed);
+      named_[grp].store(true, std::memory_order_relaxed);
+    }
+}
+
 AnaState PortState::ana(uint32_t grp) const {
-  std::lock_guard lk(mu_);
-  auto it = ana_.find(grp);
-  return it == ana_.end() ? AnaState::Optimized : it->second;
+  return grp >= 1 && grp <= kMaxAnaGroups ? ana_[grp].load(std::memory_order_acquire) : AnaState::Optimized;
 }
 
 void PortState::set_ana(uint32_t grp, AnaState s) {
-  std::lock_guard lk(mu_);
-  ana_[grp] = s;
+  if (grp < 1 || grp > kMaxAnaGroups) throw std::invalid_argument(fmt::format("ANA group {}: not 1..{}", grp, kMaxAnaGroups));
+  named_[grp].store(true, std::memory_order_relaxed);
+  ana_[grp].store(s, std::memory_order_release);
   chgcnt_++;
 }
 
 std::map<uint32_t, AnaState> PortState::ana_groups() const {
-  std::lock_guard lk(mu_);
-  return ana_;
+  std::map<uint32_t, AnaState> out;
+  for (uint32_t g = 1; g <= kMaxAnaGroups; g++)
+    if (named_[g].load(std::memory_order_relaxed)) out[g] = ana(g);
+  return out;
 }
 
 bool PortState::serves(const std::string &nqn) const {

@@ -2,7 +2,8 @@
 // What the target serves, shared by all reactor threads: subsystems and
 // their namespaces, ports with run-time ANA state, and the live controllers.
 // Control-path state is under mutexes; the I/O path only reads immutable
-// namespace data and atomics.
+// namespace data and atomics (a port's ANA states are one atomic per
+// group, so the per-command ANA check takes no lock).
 #pragma once
 #include <array>
 #include <atomic>
@@ -37,11 +38,14 @@ struct Subsystem {
 
 class PortState {
 public:
-  explicit PortState(PortConfig c) : cfg(std::move(c)) {}
+  explicit PortState(PortConfig c);
   const PortConfig cfg; // ANA states below are the run-time copy
+  // Lock-free: read on every I/O command. Groups outside 1..kMaxAnaGroups
+  // (refused by the configuration) read as optimized.
   AnaState ana(uint32_t grp) const;
   void set_ana(uint32_t grp, AnaState s);
   uint64_t ana_change_count() const { return chgcnt_; }
+  // The groups configured or changed at run time, with their states.
   std::map<uint32_t, AnaState> ana_groups() const;
   bool serves(const std::string &nqn) const;
   // Fault injection: a disabled port drops its connections and refuses new
@@ -49,8 +53,8 @@ public:
   std::atomic<bool> disabled{false};
 
 private:
-  mutable std::mutex mu_;
-  std::map<uint32_t, AnaState> ana_ = cfg.ana;
+  std::array<std::atomic<AnaState>, kMaxAnaGroups + 1> ana_; // by group id
+  std::array<std::atomic<bool>, kMaxAnaGroups + 1> named_{}; // configured or set
   std::atomic<uint64_t> chgcnt_{0};
 };
 
