@@ -18,6 +18,55 @@ FLOOR = BUILD / "bench" / "mpnvme-floor"
 LAB = ROOT / "toolkit" / "lab" / "mpnvme-lab"
 # The target and fio on different CPUs (seed 004: never share a core).
 TARGET_CPU, FIO_CPU = 0, 1
+# Like with like: the published runs used Linux's default congestion
+# control, cubic; this machine's default may be another (bbr, which does not
+# back off on loss). Every shaped experiment runs under cubic; bench/run
+# --cc ALG adds ALG as extra cells, never in place of cubic.
+DEFAULT_CC = "cubic"
+CCS = [DEFAULT_CC]
+# The upstream selftest's MPTCP endpoints (mpnvme-lab --endpoints all).
+ENDPOINTS = "all"
+
+
+def condition_text(loss_pct, delay_ms):
+    """What a cell's paths did, said in the cell itself."""
+    if not loss_pct:
+        return "lossless" + (f", {delay_ms} ms delay" if delay_ms else "")
+    return f"{loss_pct} % loss + {delay_ms} ms delay" if delay_ms else f"{loss_pct} % loss, no delay"
+
+
+def cell_context(cc, rates_mbit, loss_pct, delay_ms, endpoints, where="host: mpnvme-lab namespaces", kernel=None):
+    """The conditions a cell ran under, stored with the cell (results.json)
+    and shown beside it: a figure is only comparable with one measured the
+    same way."""
+    return {"cc": cc, "kernel": kernel or os.uname().release, "where": where, "rates_mbit": list(rates_mbit),
+            "loss_pct": loss_pct, "delay_ms": delay_ms, "endpoints": endpoints,
+            "conditions": condition_text(loss_pct, delay_ms)}
+
+
+def lab_conditions(name, cc, endpoints):
+    """Read back from the lab's namespaces what a cell claims: the
+    congestion control each side runs and the MPTCP endpoints each has. Dies
+    when the congestion control is not the one asked for."""
+    got = {}
+    for side in ("host", "target"):
+        got[side] = lab(name, "exec", side, "sysctl", "-n", "net.ipv4.tcp_congestion_control").strip()
+        if got[side] != cc:
+            die(f"lab {name}: the {side} namespace runs {got[side]}, not {cc}")
+    count = {side: len(lab(name, "exec", side, "ip", "mptcp", "endpoint", "show").splitlines()) for side in ("host", "target")}
+    return {"cc_measured": got, "endpoint_count": count, "endpoints": endpoints}
+
+
+def path_subflows(stats_file):
+    """Subflows of each path's connection (MPTCP_INFO at job end, from the
+    engine's path_stats): the largest any job saw, per path."""
+    per_path = {}
+    if not stats_file.exists():
+        die(f"{stats_file}: the engine wrote no path statistics")
+    for line in stats_file.read_text().splitlines():
+        for p in json.loads(line)["paths"]:
+            per_path[p["path"]] = max(per_path.get(p["path"], 0), p["subflows"])
+    return [per_path[k] for k in sorted(per_path)]
 
 
 def fio_env():
@@ -118,6 +167,39 @@ def start_lab_target(name, target, paths, nqn, ns, log, extra=()):
     return proc
 
 
+CONTROL_PORT = 5201  # mpnvme-floor sink, beside the target's 4420 on every path
+ENGINE_GAP = 0.9     # engine / raw control below this: the engine, not the transport, is the limit
+
+
+def start_control_sink(name, paths, log):
+    """mpnvme-floor sink in the lab's target namespace on TARGET_CPU,
+    listening on every path (MPTCP: plain TCP clients fall back, as against
+    the target); returns the process once it is ready."""
+    listen = ",".join(f"10.1.{p}.1:{CONTROL_PORT}" for p in range(1, paths + 1))
+    out = open(log, "w")
+    proc = subprocess.Popen([str(LAB), "-n", name, "exec", "target", "taskset", "-c", str(TARGET_CPU), str(FLOOR), "sink",
+                             "--listen", listen, "--transport", "mptcp"], stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.time() + 10
+    while "sink ready" not in log.read_text():
+        if proc.poll() is not None or time.time() > deadline:
+            die(f"mpnvme-floor sink did not start: {log.read_text()}")
+        time.sleep(0.05)
+    return proc
+
+
+def control_stream(name, paths, transport, read, ramp, seconds):
+    """The raw-transport control of a cell: one connection per engine path
+    (`paths`: how many traddr paths), the same direction, ramp and time, from
+    the host namespace on FIO_CPU. mpnvme-floor's JSON."""
+    connect = ",".join(f"10.1.{p}.1:{CONTROL_PORT}" for p in range(1, paths + 1))
+    r = subprocess.run([str(LAB), "-n", name, "exec", "host", "taskset", "-c", str(FIO_CPU), str(FLOOR), "stream",
+                        "--connect", connect, "--transport", transport, "--direction", "read" if read else "write",
+                        "--ramp", str(ramp), "--seconds", str(seconds)], capture_output=True, text=True)
+    if r.returncode:
+        die(f"mpnvme-floor stream ({transport}, {paths} connection(s)): {r.stderr.strip()}")
+    return json.loads(r.stdout)
+
+
 STEADY_LOG_MS = 500  # fio --log_avg_msec of the throughput logs steady_mib_s reads
 
 
@@ -137,8 +219,10 @@ def steady_mib_s(paths):
         rows = [line.split(",") for line in p.read_text().splitlines() if line.strip()]
         t = [int(r[0]) for r in rows]
         kib_s = [int(r[1]) for r in rows]
-        if len(t) < 2:
-            continue
+        if len(t) < 3:
+            # Too short to measure: a silent skip would report the other
+            # jobs' throughput as the whole.
+            die(f"{p}: {len(t)} bandwidth log row(s), at least 3 needed (run longer)")
         kib = sum(kib_s[i] * (t[i] - t[i - 1]) / 1000 for i in range(1, len(t)))
         total += kib / ((t[-1] - t[0]) / 1000)
     return total / 1024
@@ -146,6 +230,14 @@ def steady_mib_s(paths):
 
 def median_spread(values):
     return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": values}
+
+
+def spread_text(m, digits=0):
+    """'median (min..max)' of a median_spread, for tables."""
+    f = f"{{:.{digits}f}}"
+    if len(m["runs"]) < 2:
+        return f.format(m["median"])
+    return f"{f.format(m['median'])} ({f.format(m['min'])}..{f.format(m['max'])})"
 
 
 def fio_json(path):

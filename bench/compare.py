@@ -68,7 +68,8 @@ def one_run(lab, build_dir, tag, work):
 def run(refs, runs, work):
     builds = [build(ref, work) for ref in refs]
     lab = f"c{os.getpid()}"
-    common.lab(lab, "up", "--paths", str(PATHS), "--rate", f"{RATE_MBIT}mbit")
+    common.lab(lab, "up", "--paths", str(PATHS), "--rate", f"{RATE_MBIT}mbit", "--cc", common.DEFAULT_CC, "--endpoints",
+               common.ENDPOINTS)
     # By position, not by name: the same revision twice (an A/A run) shows
     # the noise floor of the method.
     samples = [[], []]

@@ -5,6 +5,9 @@
 //   mpnvme-floor rtt  [--transport tcp|mptcp] [--wait block|busy] [--request 72] [--response 4120]
 //                     [--depth 1] [--count 20000] [--server-cpu 0] [--client-cpu 1]
 //   mpnvme-floor bulk [--transport tcp|mptcp] [--seconds 3] [--chunk 131072] [--server-cpu 0] [--client-cpu 1]
+//   mpnvme-floor sink --listen ADDR:PORT,... [--transport tcp|mptcp] [--chunk 131072]
+//   mpnvme-floor stream --connect ADDR:PORT,... --direction read|write [--transport tcp|mptcp]
+//                     [--ramp 1] [--seconds 3] [--chunk 131072]
 //
 // Both ends run in this process on loopback, each thread pinned to its
 // CPU: a request of the size of an NVMe/TCP command capsule answered with
@@ -12,6 +15,8 @@
 // outstanding, both sides sending in batches), or a stream in one
 // direction (bulk). `block` waits in recv; `busy` spins on non-blocking recv, as a
 // polling host and target do. One JSON object on standard output.
+// sink and stream are the two ends of a bench cell's raw-transport control
+// across the lab's namespaces (floor_stream.cpp).
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
@@ -32,6 +37,7 @@
 #include <vector>
 
 #include "cli.hpp"
+#include "floor_stream.hpp"
 #include "sock.hpp"
 
 namespace {
@@ -250,10 +256,33 @@ int main(int argc, char **argv) {
   r->add_option("--count", count, "round trips measured")->check(CLI::Range(100, 10000000))->capture_default_str();
   b->add_option("--seconds", seconds, "duration")->check(CLI::Range(0.1, 600.0))->capture_default_str();
   b->add_option("--chunk", chunk, "bytes per send")->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  std::string addrs, direction;
+  double ramp = 1;
+  auto *sk = app.add_subcommand("sink", "serve a stream control's connections on every address (the target side)");
+  auto *st = app.add_subcommand("stream", "a bench cell's raw control: one connection per address, one direction");
+  sk->add_option("--listen", addrs, "ADDR:PORT list, one per path")->required();
+  st->add_option("--connect", addrs, "ADDR:PORT list: one connection each")->required();
+  st->add_option("--direction", direction, "read (toward this side) or write")
+      ->check(CLI::IsMember({"read", "write"}))
+      ->required();
+  st->add_option("--ramp", ramp, "seconds before measuring")->check(CLI::Range(0.0, 60.0))->capture_default_str();
+  st->add_option("--seconds", seconds, "seconds measured")->check(CLI::Range(0.1, 600.0))->capture_default_str();
+  for (auto *s : {sk, st}) {
+    s->add_option("--transport", transport, "tcp or mptcp")->check(CLI::IsMember({"tcp", "mptcp"}))->capture_default_str();
+    s->add_option("--chunk", chunk, "bytes per send/recv")->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  }
   app.require_subcommand(1);
   if (const int rc = mpnvme::parse_command_line(app, argc, argv); rc >= 0) return rc;
   try {
     const bool mptcp = transport == "mptcp";
+    const auto tr = mptcp ? mpnvme::Transport::Mptcp : mpnvme::Transport::Tcp;
+    if (*sk) mpnvme::floor::sink(mpnvme::parse_paths(addrs, mpnvme::kNvmeTcpPort, "--listen"), tr, chunk);
+    if (*st) {
+      fmt::print("{}\n", mpnvme::floor::stream(mpnvme::parse_paths(addrs, mpnvme::kNvmeTcpPort, "--connect"), tr, direction == "read",
+                                               ramp, seconds, chunk)
+                              .dump());
+      return 0;
+    }
     const nlohmann::json out = *r ? rtt(mptcp, wait == "busy", request, response, depth, count, server_cpu, client_cpu)
                                   : bulk(mptcp, seconds, chunk, server_cpu, client_cpu);
     fmt::print("{}\n", out.dump());

@@ -12,10 +12,16 @@ spreads one association), unequal paths (1000 and 100 Mbit), and a path
 cut mid-run (throughput every second).
 
 The published figures (4 x 1 Gbit veth, kernel host and nvmet, round-robin)
-are printed beside ours with both as ratios to the line rate. The selftest's
-lossy case is 5 ms delay + 0.5 % loss per veth; this kernel may have no
-netem (see ../shared/design/netlab.md): then the lossy cells here are 0.5 %
-loss without delay, and the report says so in every such cell."""
+are printed beside ours with both as ratios to the line rate. Like with
+like: every cell runs under cubic (the Linux default the published runs
+used; bench/run --cc ALG adds cells under ALG) with the selftest's MPTCP
+endpoints (mpnvme-lab --endpoints all), and records its conditions: the
+congestion control, the kernel, rates, loss and delay, the endpoint setup,
+where it ran, the subflows each connection had and the bytes each path
+carried. The selftest's lossy case is 5 ms delay + 0.5 % loss per veth;
+this kernel may have no netem (see ../shared/design/netlab.md): then the
+lossy cells here are 0.5 % loss without delay, and every such cell says
+so."""
 import json
 import os
 import pathlib
@@ -41,17 +47,22 @@ def mbit_to_mib_s(mbit):
 class Lab:
     """A private mpnvme-lab topology with mpnvme-target serving every path."""
 
-    def __init__(self, name, rates, work, loss=0.0, delay_ms=0, iodepth=256):
+    def __init__(self, name, rates, work, loss=0.0, delay_ms=0, iodepth=256, cc=common.DEFAULT_CC,
+                 endpoints=common.ENDPOINTS):
         self.name, self.rates, self.work, self.iodepth = name, rates, work, iodepth
         self.paths = len(rates)
-        args = ["up", "--paths", str(self.paths), "--rate", ",".join(f"{r}mbit" for r in rates)]
+        self.context = common.cell_context(cc, rates, loss, delay_ms, endpoints)
+        args = ["up", "--paths", str(self.paths), "--rate", ",".join(f"{r}mbit" for r in rates), "--cc", cc,
+                "--endpoints", endpoints]
         if delay_ms:
             args += ["--delay", str(delay_ms)]
         self.lab(*args)
+        self.context |= common.lab_conditions(name, cc, endpoints)
         for p in range(1, self.paths + 1):
             if loss:
                 self.lab("loss", str(p), str(loss))
         self.target = common.start_lab_target(name, common.TARGET, self.paths, NQN, "ram:2g", work / f"target-{name}.log")
+        self.sink = common.start_control_sink(name, self.paths, work / f"sink-{name}.log")
 
     def lab(self, *args):
         return common.lab(self.name, *args)
@@ -60,33 +71,40 @@ class Lab:
         return mbit_to_mib_s(sum(self.rates))
 
     def wire_bytes(self, rw):
-        """Bytes the host side of all paths received (reads) or sent (writes)."""
+        """Bytes the host side of each path received (reads) or sent (writes)."""
         key = "rx_bytes" if rw == "randread" else "tx_bytes"
-        return sum(p[key] for p in json.loads(self.lab("counters", "--json")))
+        return [p[key] for p in json.loads(self.lab("counters", "--json"))]
 
     def fio(self, tag, transport, iopolicy, rw, runtime, ramp, paths=None, extra=()):
         """One fio run of the seed workload in the host namespace; returns
         (MiB/s from the bandwidth log, fio CPU seconds, target CPU seconds,
         bytes, wire MiB/s: what crossed the paths over the whole run, ramp
-        included, fio's own MiB/s)."""
-        out, bwlog = self.work / f"{tag}.json", self.work / f"{tag}-bw"
+        included, fio's own MiB/s, bytes per path, subflows per connection)."""
+        out, bwlog, stats = self.work / f"{tag}.json", self.work / f"{tag}-bw", self.work / f"{tag}-paths.jsonl"
         cmd = [*common.lab_fio(self.name), f"--write_bw_log={bwlog}", f"--log_avg_msec={common.STEADY_LOG_MS}", "--name=seed", f"--ioengine=external:{common.ENGINE}", f"--traddr={common.lab_paths(paths or self.paths)}",
                f"--subnqn={NQN}", f"--transport={transport}", f"--iopolicy={iopolicy}", f"--rw={rw}", "--bs=128k",
                "--numjobs=4", f"--iodepth={self.iodepth}", "--thread=1", "--group_reporting=1", "--time_based=1",
                f"--runtime={runtime}", f"--ramp_time={ramp}", "--size=2g", "--output-format=json",
-               f"--output={out}", *extra]
+               f"--output={out}", f"--path_stats={stats}", *extra]
         t0 = common.cpu_seconds(self.target.pid)
         w0, wall0 = self.wire_bytes(rw), time.monotonic()
         common.run_fio(cmd, tag, cwd=self.work)
-        wire = (self.wire_bytes(rw) - w0) / (time.monotonic() - wall0) / 1048576
+        per_path = [b - a for a, b in zip(w0, self.wire_bytes(rw))]
+        wire = sum(per_path) / (time.monotonic() - wall0) / 1048576
         job = common.fio_json(out)["jobs"][0]
         d = job["read" if rw == "randread" else "write"]
         fio_cpu = (job["usr_cpu"] + job["sys_cpu"]) / 100 * d["runtime"] / 1000
         steady = common.steady_mib_s(sorted(self.work.glob(f"{tag}-bw_bw.*.log")))
-        return steady, fio_cpu, common.cpu_seconds(self.target.pid) - t0, d["io_bytes"], wire, d["bw_bytes"] / 1048576
+        return (steady, fio_cpu, common.cpu_seconds(self.target.pid) - t0, d["io_bytes"], wire, d["bw_bytes"] / 1048576,
+                per_path, common.path_subflows(stats))
+
+    def control(self, transport, rw, runtime, ramp, paths=None):
+        """The raw control beside an engine run (mpnvme-floor stream)."""
+        return common.control_stream(self.name, paths or self.paths, transport, rw == "randread", ramp, runtime)
 
     def close(self):
         common.stop(self.target)
+        common.stop(self.sink)
         common.lab_down(self.name)
 
 
@@ -99,18 +117,32 @@ def netem_available():
 def cell(lab, tag, transport, iopolicy, runs, runtime, ramp, condition, paths=None):
     res = {}
     for rw in ("randread", "randwrite"):
-        rows = [lab.fio(f"{tag}-{rw}-{i}", transport, iopolicy, rw, runtime, ramp, paths) for i in range(runs)]
+        rows, raw = [], []
+        for i in range(runs):  # engine and control interleaved: the same lab state for both
+            rows.append(lab.fio(f"{tag}-{rw}-{i}", transport, iopolicy, rw, runtime, ramp, paths))
+            # numa sends every command down one path: its control is one
+            # connection, as what the engine really used.
+            raw.append(lab.control(transport, rw, runtime, ramp, 1 if iopolicy == "numa" else paths))
         gib = [r[3] / 2**30 for r in rows]
-        res[rw] = {"mib_s": common.median_spread([r[0] for r in rows]),
+        engine = common.median_spread([r[0] for r in rows])
+        control = common.median_spread([c["mib_s"] for c in raw])
+        res[rw] = {"mib_s": engine,
+                   # What the transport alone carried: the same connections,
+                   # direction and time (mpnvme-floor stream).
+                   "raw_mib_s": control, "raw_subflows": raw[-1]["subflows"],
+                   "engine_per_raw": engine["median"] / control["median"] if control["median"] else None,
                    "fio_mib_s": common.median_spread([r[5] for r in rows]),
                    "wire_mib_s": common.median_spread([r[4] for r in rows]),
                    "fio_cpu_s_per_gib": common.median_spread([r[1] / g for r, g in zip(rows, gib)]),
-                   "target_cpu_s_per_gib": common.median_spread([r[2] / g for r, g in zip(rows, gib)])}
+                   "target_cpu_s_per_gib": common.median_spread([r[2] / g for r, g in zip(rows, gib)]),
+                   # Measured, not assumed: the last run's bytes per path and
+                   # the subflows each connection had at its end.
+                   "path_bytes": rows[-1][6], "subflows": rows[-1][7]}
     line = lab.line_mib_s()
     print(f"  {tag}: read {res['randread']['mib_s']['median']:.0f} write {res['randwrite']['mib_s']['median']:.0f} MiB/s "
           f"(line {line:.0f})", flush=True)
     return {"transport": transport, "iopolicy": iopolicy, "condition": condition, "paths": paths or lab.paths,
-            "rates_mbit": lab.rates[:paths or lab.paths], "line_mib_s": line, **res}
+            "line_mib_s": line, **lab.context, **res}
 
 
 def path_cut(lab, tag, transport, iopolicy, seconds, paths=None):
@@ -143,6 +175,30 @@ def path_cut(lab, tag, transport, iopolicy, seconds, paths=None):
             "back_at_s": 2 * seconds / 3, "line_mib_s": lab.line_mib_s()}
 
 
+def matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, policies, lossy_delay):
+    """The lossless and lossy matrix under congestion control `cc`."""
+    name = f"b{os.getpid()}{cc[:4]}"
+    pre = "" if cc == common.DEFAULT_CC else f"{cc}-"
+    for condition, loss, delay in (("lossless", 0, 0), ("lossy", 0.5, lossy_delay)):
+        # smoke: QD16, so that what is in flight (4 x 256 x 128 KiB would be
+        # 2.7 s of the 2 x 200 Mbit line) does not dominate a 2 s run.
+        lab = Lab(f"{name}{condition[:4]}", [rate] * npaths, work, loss=loss, delay_ms=delay, iodepth=16 if smoke else 256,
+                  cc=cc)
+        try:
+            for transport in ("tcp", "mptcp"):
+                for pol in policies:
+                    res["matrix"].append(cell(lab, f"{pre}{condition}-{transport}-{pol}", transport, pol, runs, runtime, ramp,
+                                              condition))
+            # MPTCP alone: one connection (path 1), the subflows spread it over all paths.
+            res["extra"].append(cell(lab, f"{pre}{condition}-mptcp-one-connection", "mptcp", "numa", runs, runtime, ramp,
+                                     condition, paths=1) | {"case": f"one MPTCP connection for {npaths} paths"})
+            if condition == "lossless" and not smoke and cc == common.DEFAULT_CC:
+                for transport, pol in (("tcp", "round-robin"), ("mptcp", "round-robin")):
+                    res["path_cut"].append(path_cut(lab, f"cut-{transport}-{pol}", transport, pol, 12 if full else 9))
+        finally:
+            lab.close()
+
+
 def run(full, runs, work, smoke=False):
     """smoke: 2 paths of 200 Mbit, QD16, round-robin and numa only, 2 s runs, no
     unequal-path or cut cases: the functional check make check runs."""
@@ -152,27 +208,12 @@ def run(full, runs, work, smoke=False):
     lossy_delay = 5 if netem_available() else 0
     res = {"matrix": [], "extra": [], "path_cut": [], "lossy": {"loss_pct": 0.5, "delay_ms": lossy_delay},
            "runtime_s": runtime, "rate_mbit": rate, "paths": npaths}
-    name = f"b{os.getpid()}"
-    for condition, loss, delay in (("lossless", 0, 0), ("lossy", 0.5, lossy_delay)):
-        # smoke: QD16, so that what is in flight (4 x 256 x 128 KiB would be
-        # 2.7 s of the 2 x 200 Mbit line) does not dominate a 2 s run.
-        lab = Lab(f"{name}{condition[:4]}", [rate] * npaths, work, loss=loss, delay_ms=delay, iodepth=16 if smoke else 256)
-        try:
-            for transport in ("tcp", "mptcp"):
-                for pol in policies:
-                    res["matrix"].append(cell(lab, f"{condition}-{transport}-{pol}", transport, pol, runs, runtime, ramp,
-                                              condition))
-            # MPTCP alone: one connection (path 1), the subflows spread it over all paths.
-            res["extra"].append(cell(lab, f"{condition}-mptcp-one-connection", "mptcp", "numa", runs, runtime, ramp,
-                                     condition, paths=1) | {"case": f"one MPTCP connection for {npaths} paths"})
-            if condition == "lossless" and not smoke:
-                for transport, pol in (("tcp", "round-robin"), ("mptcp", "round-robin")):
-                    res["path_cut"].append(path_cut(lab, f"cut-{transport}-{pol}", transport, pol, 12 if full else 9))
-        finally:
-            lab.close()
+    res["ccs"] = list(common.CCS)
+    for cc in common.CCS:
+        matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, policies, lossy_delay)
     if smoke:
         return res
-    lab = Lab(f"{name}uneq", [1000, 100], work)
+    lab = Lab(f"b{os.getpid()}uneq", [1000, 100], work)
     try:
         for transport, pol in (("tcp", "round-robin"), ("tcp", "queue-depth"), ("tcp", "service-time"),
                                ("mptcp", "round-robin"), ("mptcp", "service-time")):
@@ -186,11 +227,28 @@ def run(full, runs, work, smoke=False):
 
 
 def fmt_cell(d, line):
-    """MiB/s (ratio to line); a figure above the line rate is flagged: it
-    cannot be what crossed the paths (see the wire rate in results.json)."""
+    """MiB/s median (min..max) and its ratio to the line rate; a figure above
+    the line rate is flagged: it cannot be what crossed the paths (see the
+    wire rate in results.json)."""
     m = d["mib_s"]["median"]
     flag = f" [!{d['wire_mib_s']['median']:.0f} on the wire]" if m > 1.02 * line else ""
-    return f"{m:.0f} ({m / line:.2f}){flag}"
+    return f"{common.spread_text(d['mib_s'])} ({m / line:.2f}){flag}"
+
+
+def fmt_raw(d):
+    """The raw control (MiB/s median, min..max) and engine / raw, flagged
+    where the engine falls short of the transport (an engine gap) or beats
+    the control (which then is no ceiling and must not be quoted as one)."""
+    r = d["engine_per_raw"]
+    flag = "" if r is None else " **engine gap**" if r < common.ENGINE_GAP else " **control beaten**" if r > 1.02 else ""
+    return f"{common.spread_text(d['raw_mib_s'])} | {'-' if r is None else f'{r:.2f}'}{flag}"
+
+
+def fmt_paths(d):
+    """Subflows per connection and each path's share of the bytes."""
+    total = sum(d["path_bytes"]) or 1
+    share = "/".join(f"{100 * b / total:.0f}" for b in d["path_bytes"])
+    return f"{'+'.join(str(n) for n in d['subflows'])} | {share}"
 
 
 def report(res, runs, plots):
@@ -198,38 +256,46 @@ def report(res, runs, plots):
     where = (f"loss {lossy['loss_pct']} % + delay {lossy['delay_ms']} ms per path" if lossy["delay_ms"] else
              f"loss {lossy['loss_pct']} % per path, **no delay** (this kernel has no netem; the selftest adds 5 ms: "
              "`bench/run guest` runs the lossy cells with delay in the qemu kernel lab)")
+    first = (res["matrix"] or res["extra"])[0]
     lines = ["## Seed 000: NVMe over MPTCP, the selftest's matrix", "",
-             f"mpnvme-lab on this machine: {res['paths']} x {res['rate_mbit']} Mbit veth paths "
-             f"(line {mbit_to_mib_s(res['paths'] * res['rate_mbit']):.1f} MiB/s), mpnvme-target "
-             f"(RAM) on CPU {common.TARGET_CPU}, the engine in fio on CPU {common.FIO_CPU}; 128 KiB, 4 jobs x QD256, "
-             f"{res['runtime_s']} s per run, medians of {runs}. Lossy: {where}. Published: the selftest's commit message "
-             "(kernel host and nvmet, 4 x 1 Gbit veth, round-robin, 5 ms + 0.5 %). Cells: MiB/s (ratio to line rate), "
-             f"from fio's bandwidth log after its first {common.STEADY_LOG_MS} ms (bytes over time); fio's own figure (in "
-             "results.json) also counts the commands in flight when the time is up.", "",
-             "| transport | iopolicy | read | write | published read | published write | lossy read | lossy write | "
-             "published lossy read | published lossy write |", "|---|---|---|---|---|---|---|---|---|---|"]
-    by = {(c["transport"], c["iopolicy"], c["condition"]): c for c in res["matrix"]}
+             f"mpnvme-lab on this machine (Linux {first['kernel']}): {res['paths']} x {res['rate_mbit']} Mbit veth paths "
+             f"(line {mbit_to_mib_s(res['paths'] * res['rate_mbit']):.1f} MiB/s), MPTCP endpoints `{first['endpoints']}` "
+             f"(the selftest's), mpnvme-target (RAM) on CPU {common.TARGET_CPU}, the engine in fio on CPU {common.FIO_CPU}; "
+             f"128 KiB, 4 jobs x QD256, {res['runtime_s']} s per run, medians of {runs} (min..max). Lossy: {where}. "
+             "Published: the selftest's commit message (kernel host and nvmet, 4 x 1 Gbit veth, round-robin, cubic, "
+             "5 ms + 0.5 %). Cells: MiB/s (ratio to line rate), from fio's bandwidth log after its first "
+             f"{common.STEADY_LOG_MS} ms (bytes over time); fio's own figure (in results.json) also counts the commands in "
+             "flight when the time is up. Raw: the same connections (one per path, or one), direction, ramp and time with "
+             "nothing but sockets (mpnvme-floor stream against mpnvme-floor sink in the same lab), run after each engine "
+             f"run; an engine below {common.ENGINE_GAP} of it is an engine gap, above it the control is no ceiling. "
+             "Subflows: per connection (path) at the end of the last run (MPTCP_INFO), 0 for "
+             "TCP; share: each path's percentage of the bytes the lab counted in the last read run.", "",
+             "| cc | transport | iopolicy | conditions | read | raw read | read / raw | write | raw write | write / raw | "
+             "published read | published write | subflows (read) | path share % (read) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     line4 = mbit_to_mib_s(4000)  # the published setup: 4 x 1 Gbit
 
-    def pub(t, p, cond, i):
-        v = PUBLISHED.get((t, p, cond))
+    def pub(c, i):
+        v = PUBLISHED.get((c["transport"], c["iopolicy"], c["condition"]))
         return f"{v[i]} ({v[i] / line4:.2f})" if v else ""
 
-    for t in ("tcp", "mptcp"):
-        for p in POLICIES:
-            a, b = by.get((t, p, "lossless")), by.get((t, p, "lossy"))
-            if not a or not b:
-                continue
-            lines.append(f"| {t} | {p} | {fmt_cell(a['randread'], a['line_mib_s'])} | {fmt_cell(a['randwrite'], a['line_mib_s'])} | "
-                         f"{pub(t, p, 'lossless', 0)} | {pub(t, p, 'lossless', 1)} | {fmt_cell(b['randread'], b['line_mib_s'])} | "
-                         f"{fmt_cell(b['randwrite'], b['line_mib_s'])} | {pub(t, p, 'lossy', 0)} | {pub(t, p, 'lossy', 1)} |")
+    order = {p: i for i, p in enumerate(POLICIES)}
+    for c in sorted(res["matrix"], key=lambda c: (res.get("ccs", [c["cc"]]).index(c["cc"]), c["condition"] != "lossless",
+                                                     c["transport"] != "tcp", order[c["iopolicy"]])):
+        lines.append(f"| {c['cc']} | {c['transport']} | {c['iopolicy']} | {c['conditions']} | "
+                     f"{fmt_cell(c['randread'], c['line_mib_s'])} | {fmt_raw(c['randread'])} | "
+                     f"{fmt_cell(c['randwrite'], c['line_mib_s'])} | {fmt_raw(c['randwrite'])} | "
+                     f"{pub(c, 0)} | {pub(c, 1)} | {fmt_paths(c['randread'])} |")
     lines += ["", "Cases the upstream review asked for:", "",
-              "| case | condition | transport | iopolicy | line MiB/s | read | write | target CPU s/GiB (read) |",
-              "|---|---|---|---|---|---|---|---|"]
+              "| case | cc | conditions | transport | iopolicy | line MiB/s | read | raw read | read / raw | write | raw write | "
+              "write / raw | target CPU s/GiB (read) | subflows (read) | path share % (read) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in res["extra"]:
-        lines.append(f"| {c['case']} | {c['condition']} | {c['transport']} | {c['iopolicy'] if c['paths'] > 1 else '-'} | "
-                     f"{c['line_mib_s']:.0f} | {fmt_cell(c['randread'], c['line_mib_s'])} | "
-                     f"{fmt_cell(c['randwrite'], c['line_mib_s'])} | {c['randread']['target_cpu_s_per_gib']['median']:.2f} |")
+        lines.append(f"| {c['case']} | {c['cc']} | {c['conditions']} | {c['transport']} | "
+                     f"{c['iopolicy'] if c['paths'] > 1 else '-'} | {c['line_mib_s']:.0f} | "
+                     f"{fmt_cell(c['randread'], c['line_mib_s'])} | {fmt_raw(c['randread'])} | "
+                     f"{fmt_cell(c['randwrite'], c['line_mib_s'])} | {fmt_raw(c['randwrite'])} | "
+                     f"{common.spread_text(c['randread']['target_cpu_s_per_gib'], 2)} | {fmt_paths(c['randread'])} |")
     for c in res["path_cut"]:
         lines += ["", f"Path 2 cut at {c['cut_at_s']:.0f} s and back at {c['back_at_s']:.0f} s, {c['transport']} "
                   f"{c['iopolicy']}, MiB/s each second: " + " ".join(f"{v:.0f}" for v in c["mib_s_per_second"])]
@@ -249,7 +315,7 @@ def plot(res, out):
     line = mbit_to_mib_s(res["paths"] * res["rate_mbit"])
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
     for ax, cond in zip(axes, ("lossless", "lossy")):
-        cells = [c for c in res["matrix"] if c["condition"] == cond]
+        cells = [c for c in res["matrix"] if c["condition"] == cond and c["cc"] == common.DEFAULT_CC]
         labels = [f"{c['transport']}\n{c['iopolicy']}" for c in cells]
         x = range(len(cells))
         ax.bar([i - 0.3 for i in x], [c["randread"]["mib_s"]["median"] for c in cells], 0.3, label="read (mpnvme)")

@@ -9,6 +9,9 @@
 
 namespace mpnvme {
 
+// The IANA port of NVMe/TCP I/O controllers (trsvcid's default everywhere).
+inline constexpr const char *kNvmeTcpPort = "4420";
+
 struct PathAddr {
   std::string addr;    // numeric IPv4/IPv6 address or host name, no brackets
   std::string service; // port

@@ -19,7 +19,33 @@ jq -e '[.seed000.matrix[], .seed000.extra[] | .randread.mib_s.median, .randwrite
   fail "a cell moved no data"
 jq -e '.meta.target_cpu != .meta.fio_cpu' "$json" >/dev/null || fail "target and fio share a CPU"
 grep -q '^## Seed 000' "$out/report.md" || fail "report.md has no seed 000 section"
-grep -q '| tcp | round-robin | .* | 455 (0.95) | 455 (0.95) |' "$out/report.md" || fail "the published figures are missing from the table"
+grep -q '| cubic | tcp | round-robin | lossless | .* | 455 (0.95) | 455 (0.95) |' "$out/report.md" ||
+  fail "the published figures are missing from the table"
+# Like with like: every cell says how it was measured.
+jq -e --arg k "$(uname -r)" '[.seed000.matrix[], .seed000.extra[]] | all(.cc == "cubic" and .kernel == $k and
+  .endpoints == "all" and .cc_measured.host == "cubic" and .cc_measured.target == "cubic" and
+  .endpoint_count.host == 2 and .endpoint_count.target == 2 and (.where | length > 0) and (.rates_mbit | length == 2) and (.conditions | length > 0))' "$json" \
+  >/dev/null || fail "a cell lacks its cc, kernel, endpoint setup, rates or conditions: $(jq -c '.seed000.matrix[0] |
+  {cc, kernel, endpoints, where, rates_mbit, conditions}' "$json")"
+jq -e '[.seed000.matrix[] | select(.condition == "lossy") | .conditions] | all(test("loss"))' "$json" >/dev/null ||
+  fail "a lossy cell does not say so"
+grep -q '| cubic | tcp | numa | 0.5 % loss' "$out/report.md" || fail "the lossy cells do not name their conditions in the table"
+# Subflows and bytes per path are measured: TCP has none; MPTCP's one
+# connection over 2 paths has at least 2 subflows and both paths carried bytes.
+jq -e '[.seed000.matrix[] | select(.transport == "tcp") | .randread.subflows[]] | all(. == 0)' "$json" >/dev/null ||
+  fail "TCP cells report MPTCP subflows"
+jq -e '[.seed000.extra[] | select(.condition == "lossless") | .randread | (.subflows[0] >= 2) and
+  (.path_bytes | length == 2 and all(. > 1000000))] | length > 0 and all' "$json" >/dev/null ||
+  fail "one MPTCP connection: subflows or per-path bytes missing: $(jq -c '.seed000.extra[0].randread | {subflows, path_bytes}' "$json")"
+# Every cell has its raw-transport control, measured, and engine / raw.
+jq -e '[.seed000.matrix[], .seed000.extra[] | .randread, .randwrite | (.raw_mib_s.median > 0) and
+  (.engine_per_raw > 0) and ((.engine_per_raw - .mib_s.median / .raw_mib_s.median) | fabs < 1e-9)] | all' "$json" \
+  >/dev/null || fail "a cell lacks its raw control or engine/raw: $(jq -c '.seed000.matrix[0].randread |
+  {raw_mib_s, engine_per_raw}' "$json")"
+# The MPTCP control used MPTCP (subflows), the TCP one did not.
+jq -e '[.seed000.matrix[] | select(.transport == "mptcp") | .randread.raw_subflows[]] | all(. >= 1)' "$json" >/dev/null ||
+  fail "an MPTCP control ran without MPTCP"
+grep -q '| raw read | read / raw |' "$out/report.md" || fail "the table has no raw control columns"
 grep -q 'seed000-matrix.png' "$out/report.md" || fail "report.md does not embed the plot"
 [[ $(head -c 8 "$out/seed000-matrix.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "seed000-matrix.png is not a PNG"
 (($(stat -c %s "$out/seed000-matrix.png") > 10000)) || fail "seed000-matrix.png is nearly empty"
@@ -28,7 +54,7 @@ grep -q 'seed000-matrix.png' "$out/report.md" || fail "report.md does not embed 
 read -r mp one < <(jq -r '.seed000.matrix | map(select(.condition == "lossless" and .iopolicy == "numa")) |
   "\(map(select(.transport == "mptcp"))[0].randread.mib_s.median) \(map(select(.transport == "tcp"))[0].randread.mib_s.median)"' "$json")
 awk -v a="$mp" -v b="$one" 'BEGIN { exit !(a > 1.5 * b) }' || fail "one MPTCP connection over 2 paths ($mp MiB/s) not above 1.5x one TCP path ($one)"
-grep -A3 '^| transport | iopolicy' "$out/report.md"
+grep -A3 '^| cc | transport | iopolicy' "$out/report.md"
 echo "ok: one MPTCP connection over 2 paths $mp MiB/s, one TCP path $one MiB/s"
 
 "$root/bench/run" seed001 --smoke --out "$out/s1" >"$out/run1.log" 2>&1 || { tail -30 "$out/run1.log"; echo "FAIL: bench/run seed001"; exit 1; }

@@ -100,7 +100,7 @@ EngineOptions parse_engine_options(const mpnvme_opts &o) {
   const std::string level = str("log_level", o.log_level);
   if (!level.empty() && !set_log_level(level)) throw bad("log_level", level, "trace, debug, info, warn, error, off");
 
-  const std::string port = o.trsvcid && *o.trsvcid ? o.trsvcid : "4420";
+  const std::string port = o.trsvcid && *o.trsvcid ? o.trsvcid : kNvmeTcpPort;
   if (!valid_port(port)) throw bad("trsvcid", port, "a port number 1..65535");
   e.paths = parse_paths(str("traddr", o.traddr), port, "traddr");
 

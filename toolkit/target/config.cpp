@@ -95,7 +95,7 @@ PathAddr port_addr(const json &addr, const std::string &where) {
     throw std::runtime_error(fmt::format("{}.addr.adrfam: '{}' (accepted: ipv4, ipv6)", where, fam));
   PathAddr p;
   p.addr = jstr(addr, "traddr", where + ".addr");
-  p.service = jstr(addr, "trsvcid", where + ".addr", "4420");
+  p.service = jstr(addr, "trsvcid", where + ".addr", kNvmeTcpPort);
   p.ipv6 = fam == "ipv6";
   if (p.addr.empty()) throw std::runtime_error(fmt::format("{}.addr.traddr: required", where));
   if (!valid_port(p.service)) throw std::runtime_error(fmt::format("{}.addr.trsvcid: '{}' is not a port", where, p.service));
@@ -198,7 +198,7 @@ TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::st
     if (!subnqn || subnqn->empty()) throw std::runtime_error(where + ": subnqn= is not set");
     const auto traddr = job.get("traddr");
     if (!traddr) throw std::runtime_error(where + ": traddr= is not set");
-    const std::string port = job.get("trsvcid").value_or("4420");
+    const std::string port = job.get("trsvcid").value_or(kNvmeTcpPort);
     // Without size= the engine sizes the job from the namespace, so the
     // namespace decides: kJobNamespaceBytes unless another job of the file
     // needs more.

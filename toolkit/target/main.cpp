@@ -19,7 +19,7 @@ using namespace mpnvme::target;
 namespace {
 
 struct Cli {
-  std::string config, job, subnqn, control, log_level = "info", transport = "mptcp", port = "4420";
+  std::string config, job, subnqn, control, log_level = "info", transport = "mptcp", port = kNvmeTcpPort;
   std::vector<std::string> listen, namespaces, allow_hosts, ana;
   std::optional<unsigned> sk_priority, tos;
   uint32_t inline_data_size = 16384, queue_size = 128, maxh2cdata = 128 * 1024;
