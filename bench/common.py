@@ -8,6 +8,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -107,6 +108,47 @@ def cpu_seconds(pid):
     """User + system CPU seconds of a process so far (/proc/PID/stat)."""
     fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class CpuSampler:
+    """A process's CPU seconds sampled every 50 ms against wall-clock time,
+    so that CPU can be taken over exactly the window fio measured bytes in
+    (after its ramp, up to its end), not over fio's whole life."""
+
+    def __init__(self, pid):
+        self.pid, self.samples, self._stop = pid, [], threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.samples.append((time.time(), cpu_seconds(self.pid)))
+            self._stop.wait(0.05)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+        self.samples.append((time.time(), cpu_seconds(self.pid)))
+
+    def at(self, t):
+        """CPU seconds at wall-clock time t, interpolated between samples."""
+        s = self.samples
+        if t <= s[0][0]:
+            return s[0][1]
+        for (t0, c0), (t1, c1) in zip(s, s[1:]):
+            if t <= t1:
+                return c0 + (c1 - c0) * (t - t0) / (t1 - t0) if t1 > t0 else c1
+        return s[-1][1]
+
+    def between(self, t0, t1):
+        return self.at(t1) - self.at(t0)
+
+
+def fio_window(result, ddir):
+    """The wall-clock window fio measured a job's `ddir` in: its runtime
+    (after ramp_time), ending when fio wrote its JSON (timestamp_ms)."""
+    end = result["timestamp_ms"] / 1000
+    return end - result["jobs"][0][ddir]["runtime"] / 1000, end
 
 
 def wait_ready(log, proc, seconds=10):
@@ -214,18 +256,27 @@ def steady_mib_s(paths):
     byte completed by the runtime, including the commands still in flight
     when the time is up (4 jobs x 256 x 128 KiB is 128 MiB, 9 % of a 3 s
     run at 477 MiB/s)."""
+    return log_rate(paths) / 1024
+
+
+def log_rate(paths):
+    """The rate of fio interval logs (bandwidth: KiB/s; IOPS: I/Os per
+    second), the first interval left out, as what the later intervals
+    moved (rate x length) over their time, summed over the jobs."""
+    if not paths:
+        die("no fio interval log to read (did the job write one?)")
     total = 0.0
     for p in paths:
         rows = [line.split(",") for line in p.read_text().splitlines() if line.strip()]
         t = [int(r[0]) for r in rows]
-        kib_s = [int(r[1]) for r in rows]
+        rate = [int(r[1]) for r in rows]
         if len(t) < 3:
             # Too short to measure: a silent skip would report the other
             # jobs' throughput as the whole.
-            die(f"{p}: {len(t)} bandwidth log row(s), at least 3 needed (run longer)")
-        kib = sum(kib_s[i] * (t[i] - t[i - 1]) / 1000 for i in range(1, len(t)))
-        total += kib / ((t[-1] - t[0]) / 1000)
-    return total / 1024
+            die(f"{p}: {len(t)} interval log row(s), at least 3 needed (run longer)")
+        moved = sum(rate[i] * (t[i] - t[i - 1]) / 1000 for i in range(1, len(t)))
+        total += moved / ((t[-1] - t[0]) / 1000)
+    return total
 
 
 def median_spread(values):

@@ -278,9 +278,9 @@ int main(int argc, char **argv) {
     const auto tr = mptcp ? mpnvme::Transport::Mptcp : mpnvme::Transport::Tcp;
     if (*sk) mpnvme::floor::sink(mpnvme::parse_paths(addrs, mpnvme::kNvmeTcpPort, "--listen"), tr, chunk);
     if (*st) {
-      fmt::print("{}\n", mpnvme::floor::stream(mpnvme::parse_paths(addrs, mpnvme::kNvmeTcpPort, "--connect"), tr, direction == "read",
-                                               ramp, seconds, chunk)
-                              .dump());
+      fmt::print("{}\n", mpnvme::floor::stream(mpnvme::parse_paths(addrs, mpnvme::kNvmeTcpPort, "--connect"), tr,
+                                               direction == "read", ramp, seconds, chunk)
+                             .dump());
       return 0;
     }
     const nlohmann::json out = *r ? rtt(mptcp, wait == "busy", request, response, depth, count, server_cpu, client_cpu)

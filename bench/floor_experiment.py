@@ -10,7 +10,7 @@ import contextlib
 import json
 import subprocess
 
-from common import check_placement, ENGINE, FIO_CPU, FLOOR, TARGET, TARGET_CPU, cpu_seconds, die, fio_json, free_port, median_spread, stop, wait_ready
+from common import check_placement, ENGINE, FIO_CPU, FLOOR, STEADY_LOG_MS, TARGET, TARGET_CPU, cpu_seconds, die, fio_json, free_port, log_rate, median_spread, stop, wait_ready
 
 NQN = "nqn.2026-11.io.mpnvme:bench"
 
@@ -31,17 +31,24 @@ def target(extra, work):
 
 def fio(port, pid, opts, seconds, work):
     """One fio run of the engine on CPU 1; returns (read stats, fio CPU s, target CPU s)."""
-    out = work / "fio.json"
+    out, logs = work / "fio.json", work / "fio-log"
+    for old in work.glob("fio-log_*.log"):
+        old.unlink()
     t0 = cpu_seconds(pid)
     cmd = ["taskset", "-c", str(FIO_CPU), "fio", "--name=bench", f"--ioengine=external:{ENGINE}", "--traddr=127.0.0.1",
            f"--trsvcid={port}", f"--subnqn={NQN}", "--rw=randread", "--size=1g", "--time_based=1", f"--runtime={seconds}",
-           "--ramp_time=1", "--output-format=json", f"--output={out}"] + opts
+           "--ramp_time=1", "--output-format=json", f"--output={out}", f"--write_bw_log={logs}", f"--write_iops_log={logs}",
+           f"--log_avg_msec={STEADY_LOG_MS}"] + opts
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         die(f"fio failed: {' '.join(cmd)}\n{r.stderr}")
     job = fio_json(out)["jobs"][0]
     fio_cpu = (job["usr_cpu"] + job["sys_cpu"]) / 100 * job["read"]["runtime"] / 1000
-    return job["read"], fio_cpu, cpu_seconds(pid) - t0
+    # Rates from the interval logs (bytes and I/Os over time), as every
+    # experiment reports them; latency percentiles stay fio's.
+    rates = {"iops": log_rate(sorted(work.glob("fio-log_iops.*.log"))),
+             "bw_bytes": log_rate(sorted(work.glob("fio-log_bw.*.log"))) * 1024}
+    return job["read"] | rates, fio_cpu, cpu_seconds(pid) - t0
 
 
 def floor_tool(args):

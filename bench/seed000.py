@@ -37,6 +37,7 @@ PUBLISHED = {  # MiB/s (read, write), from the selftest's commit message
     ("mptcp", "round-robin", "lossy"): (428, 431),
 }
 POLICIES = ("numa", "round-robin", "queue-depth", "service-time")
+HEADLINE_RUNS = 3
 NQN = "nqn.2026-11.io.mpnvme:seed000"
 
 
@@ -86,16 +87,21 @@ class Lab:
                "--numjobs=4", f"--iodepth={self.iodepth}", "--thread=1", "--group_reporting=1", "--time_based=1",
                f"--runtime={runtime}", f"--ramp_time={ramp}", "--size=2g", "--output-format=json",
                f"--output={out}", f"--path_stats={stats}", *extra]
-        t0 = common.cpu_seconds(self.target.pid)
+        sampler = common.CpuSampler(self.target.pid)
         w0, wall0 = self.wire_bytes(rw), time.monotonic()
         common.run_fio(cmd, tag, cwd=self.work)
         per_path = [b - a for a, b in zip(w0, self.wire_bytes(rw))]
         wire = sum(per_path) / (time.monotonic() - wall0) / 1048576
-        job = common.fio_json(out)["jobs"][0]
-        d = job["read" if rw == "randread" else "write"]
+        sampler.stop()
+        result = common.fio_json(out)
+        job = result["jobs"][0]
+        ddir = "read" if rw == "randread" else "write"
+        d = job[ddir]
+        # The target's CPU over the window fio counted the bytes in.
+        target_cpu = sampler.between(*common.fio_window(result, ddir))
         fio_cpu = (job["usr_cpu"] + job["sys_cpu"]) / 100 * d["runtime"] / 1000
         steady = common.steady_mib_s(sorted(self.work.glob(f"{tag}-bw_bw.*.log")))
-        return (steady, fio_cpu, common.cpu_seconds(self.target.pid) - t0, d["io_bytes"], wire, d["bw_bytes"] / 1048576,
+        return (steady, fio_cpu, target_cpu, d["io_bytes"], wire, d["bw_bytes"] / 1048576,
                 per_path, common.path_subflows(stats))
 
     def control(self, transport, rw, runtime, ramp, paths=None):
@@ -187,7 +193,10 @@ def matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, polici
         try:
             for transport in ("tcp", "mptcp"):
                 for pol in policies:
-                    res["matrix"].append(cell(lab, f"{pre}{condition}-{transport}-{pol}", transport, pol, runs, runtime, ramp,
+                    # The headline rows (round-robin, the published figures'
+                    # policy) get at least 3 runs, so they have a spread.
+                    n = runs if smoke or pol != "round-robin" else max(runs, HEADLINE_RUNS)
+                    res["matrix"].append(cell(lab, f"{pre}{condition}-{transport}-{pol}", transport, pol, n, runtime, ramp,
                                               condition))
             # MPTCP alone: one connection (path 1), the subflows spread it over all paths.
             res["extra"].append(cell(lab, f"{pre}{condition}-mptcp-one-connection", "mptcp", "numa", runs, runtime, ramp,
@@ -252,6 +261,9 @@ def fmt_paths(d):
 
 
 def report(res, runs, plots):
+    rr = [c for c in res["matrix"] if c["iopolicy"] == "round-robin"]
+    rr_runs = len(rr[0]["randread"]["mib_s"]["runs"]) if rr else runs
+    runs = f"{runs}" if rr_runs == runs else f"{runs} ({rr_runs} for round-robin)"
     lossy = res["lossy"]
     where = (f"loss {lossy['loss_pct']} % + delay {lossy['delay_ms']} ms per path" if lossy["delay_ms"] else
              f"loss {lossy['loss_pct']} % per path, **no delay** (this kernel has no netem; the selftest adds 5 ms: "

@@ -72,19 +72,27 @@ def fio_run(lab, tag, transport, direction, condition, marking, runtime):
                    "--time_based=1", f"--runtime={runtime}", "--ramp_time=1"]
     lat = ["--name=latency", "--traddr=10.1.1.1", f"--rw={rw}", "--bs=4k", "--iodepth=1", f"--write_lat_log={log}",
            "--log_avg_msec=0", *(marking if condition != "contended" else [])]
+    bw = lab.work / f"{tag}-bulk"
     bulk = ["--name=bulk", f"--traddr=10.1.{2 if condition == 'separate' else 1}.1", f"--rw={direction}", "--bs=128k",
-            "--iodepth=32", "--sk_priority=0"]
+            "--iodepth=32", "--sk_priority=0", f"--write_bw_log={bw}", f"--log_avg_msec={common.STEADY_LOG_MS}"]
     cmd = [*common.lab_fio(lab.name), *common_opts, "--output-format=json", f"--output={out}", *lat,
            *(bulk if condition != "idle" else [])]
     common.run_fio(cmd, tag, cwd=lab.work)
     jobs = {j["jobname"]: j for j in common.fio_json(out)["jobs"]}
     d = jobs["latency"][direction]
     pct = {k: d["clat_ns"]["percentile"][f] / 1000 for k, f in PERCENTILES}
-    bulk_mib_s = jobs["bulk"][direction]["bw_bytes"] / 1048576 if "bulk" in jobs else 0.0
-    clat_us = []
+    # Bytes over time from the bandwidth log, as everywhere in the bench.
+    bulk_mib_s = common.steady_mib_s(sorted(lab.work.glob(f"{tag}-bulk_bw.*.log"))) if "bulk" in jobs else 0.0
+    clat_us, times_ms = [], []
     for f in sorted(lab.work.glob(f"{tag}-lat_clat.*.log")):
-        clat_us += [int(line.split(",")[1]) / 1000 for line in f.read_text().splitlines() if line.strip()]
-    return {"pct_us": pct, "iops": d["iops"], "bulk_mib_s": bulk_mib_s, "clat_us": clat_us}
+        rows = [line.split(",") for line in f.read_text().splitlines() if line.strip()]
+        clat_us += [int(r[1]) / 1000 for r in rows]
+        times_ms += [int(r[0]) for r in rows]
+    # I/Os over time from the same log (every completion is in it).
+    if len(times_ms) < 3 or max(times_ms) == min(times_ms):
+        common.die(f"{tag}: the latency log has {len(times_ms)} completions, too few to measure")
+    iops = (len(times_ms) - 1) / ((max(times_ms) - min(times_ms)) / 1000)
+    return {"pct_us": pct, "iops": iops, "bulk_mib_s": bulk_mib_s, "clat_us": clat_us}
 
 
 def run(full, runs, work, smoke=False):

@@ -278,6 +278,15 @@ static struct fio_option options[] = {
              "do (issue time is stamped at the send); 0 sends at every commit",
      .category = FIO_OPT_C_ENGINE,
      .group = FIO_OPT_G_INVALID},
+    {.name = "mptcp_join_wait",
+     .lname = "Wait for MPTCP joins",
+     .type = FIO_OPT_INT,
+     .off1 = OPT(mptcp_join_wait),
+     .def = "0",
+     .help = "Milliseconds an I/O queue's MPTCP connection may wait, after connecting, for its subflows to settle (no "
+             "change for 20 ms) before I/O starts; 0 does not wait",
+     .category = FIO_OPT_C_ENGINE,
+     .group = FIO_OPT_G_INVALID},
     {.name = NULL},
 };
 

@@ -46,6 +46,7 @@ struct mpnvme_opts {
   unsigned int fabrics_disconnect;
   char *poll;
   unsigned int defer_send;
+  unsigned int mptcp_join_wait;
 };
 
 /* What the core needs to know about the fio job. */

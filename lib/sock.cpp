@@ -145,6 +145,21 @@ Fd listen_stream(const PathAddr &at, Transport transport, int backlog) {
   return fd;
 }
 
+unsigned wait_for_subflows(int fd, std::chrono::milliseconds settle, std::chrono::milliseconds limit) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto changed = start;
+  MptcpState st = query_mptcp(fd);
+  if (!st.mptcp) return 0;
+  for (auto now = start; now - changed < settle && now - start < limit; now = Clock::now()) {
+    ::poll(nullptr, 0, 2);
+    const MptcpState s = query_mptcp(fd);
+    if (s.subflows != st.subflows) changed = Clock::now();
+    st = s;
+  }
+  return st.subflows + 1;
+}
+
 MptcpState query_mptcp(int fd) {
   MptcpState st;
   mptcp_info info{};

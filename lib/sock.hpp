@@ -88,4 +88,12 @@ struct MptcpState {
 };
 MptcpState query_mptcp(int fd);
 
+// Wait until an MPTCP connection's subflows have settled: the count has not
+// changed for `settle`, or `limit` passed. The joins start once the
+// connection is fully established (after its first data exchange) and take
+// a few round trips; I/O sent before they are up starts on the initial
+// subflow and shifts mid-stream. Returns the subflows in the end (initial
+// included; 0 for TCP or a fallback).
+unsigned wait_for_subflows(int fd, std::chrono::milliseconds settle, std::chrono::milliseconds limit);
+
 } // namespace mpnvme

@@ -59,13 +59,13 @@ void IoAttachment::set_refusal(std::string why) {
   refusal_ = std::move(why);
 }
 
-Controller::Controller(ControllerConfig cfg)
+HostController::HostController(ControllerConfig cfg)
     : cfg_(std::move(cfg)), label_(fmt::format("path {}", cfg_.path.display())), rec_(cfg_.recovery, Clock::now()),
       wake_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
   if (!wake_) throw std::runtime_error(fmt::format("eventfd: {}", strerror(errno)));
 }
 
-Controller::~Controller() {
+HostController::~HostController() {
   stop_ = true;
   wake_self();
   if (thread_.joinable()) thread_.join();
@@ -76,7 +76,7 @@ Controller::~Controller() {
   }
 }
 
-IdController Controller::id() const {
+IdController HostController::id() const {
   std::lock_guard lk(mu_);
   return id_;
 }
@@ -92,7 +92,7 @@ static std::string socket_option_hint(SocketStep step, const SocketSettings &s) 
   }
 }
 
-std::unique_ptr<Channel> Controller::open_channel(uint16_t qid, uint16_t slots) {
+std::unique_ptr<Channel> HostController::open_channel(uint16_t qid, uint16_t slots) {
   SocketSettings s = cfg_.socket;
   s.priority = cfg_.sk_priority.for_queue(qid);
   s.tos = cfg_.tos.for_queue(qid);
@@ -123,7 +123,7 @@ std::unique_ptr<Channel> Controller::open_channel(uint16_t qid, uint16_t slots) 
   return ch;
 }
 
-void Controller::fabric_connect(Channel &ch, uint16_t qid, uint16_t sqsize, uint8_t cattr, uint32_t kato) {
+void HostController::fabric_connect(Channel &ch, uint16_t qid, uint16_t sqsize, uint8_t cattr, uint32_t kato) {
   uint8_t data[nvme::kConnectDataLen];
   nvme::ConnectData cd;
   cd.hostid = cfg_.host.hostid;
@@ -159,7 +159,7 @@ void Controller::fabric_connect(Channel &ch, uint16_t qid, uint16_t sqsize, uint
   if (qid == 0) cntlid_ = static_cast<uint16_t>(r.dw0 & 0xffff);
 }
 
-Completion Controller::admin(const nvme::Sqe &sqe, uint8_t *data, uint32_t len, DataDir dir) {
+Completion HostController::admin(const nvme::Sqe &sqe, uint8_t *data, uint32_t len, DataDir dir) {
   Command c;
   c.sqe = sqe;
   c.data = data;
@@ -173,18 +173,18 @@ Completion Controller::admin(const nvme::Sqe &sqe, uint8_t *data, uint32_t len, 
   return r;
 }
 
-uint64_t Controller::property_get(uint32_t off, bool eight) {
+uint64_t HostController::property_get(uint32_t off, bool eight) {
   const Completion r = admin(nvme::make_property_get(off, eight));
   if (r.status) throw std::runtime_error(fmt::format("{}: Property Get {:#x}: {}", label_, off, nvme::status_string(r.status)));
   return static_cast<uint64_t>(r.dw1) << 32 | r.dw0;
 }
 
-void Controller::property_set(uint32_t off, uint64_t v) {
+void HostController::property_set(uint32_t off, uint64_t v) {
   const Completion r = admin(nvme::make_property_set(off, v, false));
   if (r.status) throw std::runtime_error(fmt::format("{}: Property Set {:#x}: {}", label_, off, nvme::status_string(r.status)));
 }
 
-void Controller::wait_csts(uint32_t mask, uint32_t want, const char *what) {
+void HostController::wait_csts(uint32_t mask, uint32_t want, const char *what) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(std::max(cap_.timeout_ms(), 500u));
   for (;;) {
     const auto csts = static_cast<uint32_t>(property_get(nvme::kRegCsts, false));
@@ -200,7 +200,7 @@ void Controller::wait_csts(uint32_t mask, uint32_t want, const char *what) {
 // Admin queue up to a live controller: Connect, enable, Identify
 // Controller, Number of Queues, asynchronous event configuration and the
 // ANA log. Throws std::runtime_error naming the path and the step.
-void Controller::connect_association() {
+void HostController::connect_association() {
   enabled_ = false;
   admin_ = open_channel(0, kAdminSlots);
   fabric_connect(*admin_, 0, kAdminSlots - 1, 0, cfg_.kato_ms);
@@ -259,7 +259,7 @@ void Controller::connect_association() {
             granted_, ana_enabled_ ? ", ANA reporting" : "");
 }
 
-void Controller::read_ana_log_now() {
+void HostController::read_ana_log_now() {
   const uint64_t covered = ana_reads_.read_now(); // before the read: a later request gets a later read
   const auto len = static_cast<uint32_t>(ana_buf_.size());
   const Completion r = admin(nvme::make_get_log_page(NVME_LOG_LID_ANA, len), ana_buf_.data(), len, DataDir::FromController);
@@ -270,7 +270,7 @@ void Controller::read_ana_log_now() {
   apply_ana(*log_page, covered);
 }
 
-NamespaceInfo Controller::identify_ns_now(uint32_t nsid) {
+NamespaceInfo HostController::identify_ns_now(uint32_t nsid) {
   if (state() != CtrlState::Live && !enabled_) throw std::runtime_error(fmt::format("{}: not connected: {}", label_, reason()));
   std::vector<uint8_t> buf(nvme::kIdentifyLen);
   Completion r = admin(nvme::make_identify(NVME_IDENTIFY_CNS_NS, nsid), buf.data(), nvme::kIdentifyLen, DataDir::FromController);
@@ -297,7 +297,7 @@ NamespaceInfo Controller::identify_ns_now(uint32_t nsid) {
   return info;
 }
 
-uint16_t Controller::pick_qid(uint16_t preferred) const {
+uint16_t HostController::pick_qid(uint16_t preferred) const {
   auto taken = [this](uint16_t q) {
     return std::any_of(attachments_.begin(), attachments_.end(), [q](const auto &a) { return a->qid == q; });
   };
@@ -309,7 +309,7 @@ uint16_t Controller::pick_qid(uint16_t preferred) const {
       fmt::format("{}: the controller grants {} I/O queue(s) and all are taken by jobs of this process", label_, limit));
 }
 
-void Controller::connect_io(IoAttachment &a) {
+void HostController::connect_io(IoAttachment &a) {
   // A controller that can no longer take this job's queue refuses the path
   // for this job only (the refusal tells the job why); a connection that
   // fails is tried again.
@@ -327,11 +327,21 @@ void Controller::connect_io(IoAttachment &a) {
   ch->queue().set_incapsule_limit(static_cast<uint32_t>(std::min<uint64_t>(id_.incapsule_data_limit(), 1u << 20)));
   fabric_connect(*ch, a.qid, static_cast<uint16_t>(a.slots - 1), cfg_.disable_sqflow ? nvme::kConnectDisableSqFlow : 0, 0);
   if (cfg_.fabrics_disconnect) ch->queue().expect_close();
+  if (cfg_.mptcp_join_wait.count() && cfg_.socket.transport == Transport::Mptcp) {
+    // The Connect exchange established the connection fully: the joins
+    // start now. I/O begun before they are up is first all on the initial
+    // subflow, then moved (bench/run stall: 3 of 40 one-connection runs
+    // lost a quarter second there).
+    const auto t0 = Clock::now();
+    const unsigned n = wait_for_subflows(ch->fd(), std::chrono::milliseconds(20), cfg_.mptcp_join_wait);
+    log().info("{} qid {}: {} MPTCP subflow(s) after {} ms (mptcp_join_wait={})", label_, a.qid, n,
+               std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count(), cfg_.mptcp_join_wait.count());
+  }
   a.hand_over(std::move(ch), generation());
 }
 
-std::shared_ptr<IoAttachment> Controller::attach(uint16_t preferred, uint16_t slots, uint32_t nsid, const NsIds &expected,
-                                                 int wake_fd) {
+std::shared_ptr<IoAttachment> HostController::attach(uint16_t preferred, uint16_t slots, uint32_t nsid, const NsIds &expected,
+                                                     int wake_fd) {
   std::shared_ptr<IoAttachment> a;
   call([&] {
     {
@@ -355,7 +365,7 @@ std::shared_ptr<IoAttachment> Controller::attach(uint16_t preferred, uint16_t sl
 // the job's namespace), read its ANA state, and connect its I/O queue.
 // Throws std::runtime_error; a changed namespace also leaves the refusal on
 // the attachment, so the job can say why the path stays unused.
-void Controller::prepare_io(IoAttachment &a) {
+void HostController::prepare_io(IoAttachment &a) {
   const NamespaceInfo info = identify_ns_now(a.nsid);
   if (a.expected.any() && !(info.ns.ids == a.expected)) {
     const std::string why = fmt::format("{}: nsid {} is now {} (the job's namespace is {}): path not used", label_, a.nsid,
@@ -369,18 +379,18 @@ void Controller::prepare_io(IoAttachment &a) {
   connect_io(a);
 }
 
-void Controller::detach(const std::shared_ptr<IoAttachment> &a) {
+void HostController::detach(const std::shared_ptr<IoAttachment> &a) {
   std::lock_guard lk(mu_);
   std::erase(attachments_, a);
 }
 
-NamespaceInfo Controller::identify_namespace(uint32_t nsid) {
+NamespaceInfo HostController::identify_namespace(uint32_t nsid) {
   NamespaceInfo info;
   call([&] { info = identify_ns_now(nsid); });
   return info;
 }
 
-void Controller::apply_ana(const AnaLog &log_page, uint64_t covered) {
+void HostController::apply_ana(const AnaLog &log_page, uint64_t covered) {
   std::lock_guard lk(mu_);
   for (auto &a : attachments_) {
     // The group comes from Identify Namespace; a controller without ANA
@@ -397,7 +407,7 @@ void Controller::apply_ana(const AnaLog &log_page, uint64_t covered) {
 }
 
 // CC.SHN and close, as the Linux host ends an association.
-void Controller::shutdown() {
+void HostController::shutdown() {
   if (admin_ && enabled_ && !admin_->queue().failed()) {
     const auto cc = static_cast<uint32_t>(property_get(nvme::kRegCc, false));
     property_set(nvme::kRegCc, (cc & ~nvme::kCcShnMask) | nvme::kCcShnNormal);

@@ -53,6 +53,7 @@ struct ControllerConfig {
   RecoveryOptions recovery;
   uint16_t queues_wanted = 64; // I/O queues asked for with Set Features Number of Queues
   bool size_probe = false;     // fio setup's short association: logged at debug only
+  std::chrono::milliseconds mptcp_join_wait{0}; // I/O queues: wait for the subflows to settle
   // Jobs whose configurations are equal in every field share one controller.
   bool operator==(const ControllerConfig &) const = default;
 };
@@ -106,12 +107,12 @@ struct NamespaceInfo {
   uint32_t mqes = 0; // CAP.MQES + 1: entries an I/O queue may have
 };
 
-class Controller {
+class HostController {
 public:
-  explicit Controller(ControllerConfig cfg);
-  ~Controller(); // stops the admin thread, then CC.SHN and close
-  Controller(const Controller &) = delete;
-  Controller &operator=(const Controller &) = delete;
+  explicit HostController(ControllerConfig cfg);
+  ~HostController(); // stops the admin thread, then CC.SHN and close
+  HostController(const HostController &) = delete;
+  HostController &operator=(const HostController &) = delete;
 
   // The first connection, in the caller's thread. False, with the reason in
   // reason(), when it failed: the controller is then CONNECTING and the

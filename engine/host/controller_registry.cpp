@@ -14,7 +14,7 @@ namespace {
 // paths go on (one dead path must not stall the open of every job).
 struct Entry {
   ControllerConfig cfg;
-  std::weak_ptr<Controller> ctrl;
+  std::weak_ptr<HostController> ctrl;
   std::shared_ptr<std::mutex> connecting = std::make_shared<std::mutex>();
 };
 
@@ -28,7 +28,7 @@ Entry *find(const ControllerConfig &cfg) {
 
 } // namespace
 
-std::shared_ptr<Controller> acquire_controller(const ControllerConfig &cfg) {
+std::shared_ptr<HostController> acquire_controller(const ControllerConfig &cfg) {
   std::shared_ptr<std::mutex> connecting;
   {
     std::lock_guard lk(registry_mu);
@@ -46,7 +46,7 @@ std::shared_ptr<Controller> acquire_controller(const ControllerConfig &cfg) {
     // job starts a fresh association.
     if (auto c = find(cfg)->ctrl.lock(); c && c->state() != CtrlState::Deleted) return c;
   }
-  auto c = std::make_shared<Controller>(cfg);
+  auto c = std::make_shared<HostController>(cfg);
   c->connect_first();
   c->start();
   std::lock_guard lk(registry_mu);

@@ -13,6 +13,6 @@ namespace mpnvme::host {
 // The live or reconnecting controller for `cfg`, created on first use: its
 // first connection is tried here (its state tells how that went) and its
 // admin thread started.
-std::shared_ptr<Controller> acquire_controller(const ControllerConfig &cfg);
+std::shared_ptr<HostController> acquire_controller(const ControllerConfig &cfg);
 
 } // namespace mpnvme::host

@@ -15,7 +15,7 @@
 
 namespace mpnvme::host {
 
-bool Controller::connect_first() {
+bool HostController::connect_first() {
   try {
     connect_association();
     rec_.connected();
@@ -27,24 +27,24 @@ bool Controller::connect_first() {
   }
 }
 
-void Controller::start() {
+void HostController::start() {
   if (thread_.joinable()) return;
   thread_ = std::thread([this] { run(); });
   thread_id_ = thread_.get_id();
 }
 
-void Controller::wake_self() const {
+void HostController::wake_self() const {
   const uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
 }
 
-void Controller::wake_jobs() const {
+void HostController::wake_jobs() const {
   std::lock_guard lk(mu_);
   for (const auto &a : attachments_)
     a->wake();
 }
 
-void Controller::report_failure(uint32_t generation, const std::string &why) {
+void HostController::report_failure(uint32_t generation, const std::string &why) {
   if (generation != this->generation()) return; // that association is already gone
   {
     std::lock_guard lk(mu_);
@@ -55,14 +55,14 @@ void Controller::report_failure(uint32_t generation, const std::string &why) {
   wake_self();
 }
 
-void Controller::request_ana_read(std::atomic<uint64_t> *mark) {
+void HostController::request_ana_read(std::atomic<uint64_t> *mark) {
   ana_reads_.request(mark);
   wake_self();
 }
 
 // Run `fn` on the admin thread (or here, before it runs), waiting for it;
 // its exception comes back to the caller.
-void Controller::call(const std::function<void()> &fn) {
+void HostController::call(const std::function<void()> &fn) {
   if (!thread_.joinable() || std::this_thread::get_id() == thread_id_) return fn();
   Task t{fn, nullptr, false};
   std::unique_lock lk(mu_);
@@ -72,7 +72,7 @@ void Controller::call(const std::function<void()> &fn) {
   if (t.error) std::rethrow_exception(t.error);
 }
 
-void Controller::run_tasks() {
+void HostController::run_tasks() {
   for (;;) {
     Task *t;
     {
@@ -94,7 +94,7 @@ void Controller::run_tasks() {
   }
 }
 
-void Controller::wait_for_work(int timeout_ms) {
+void HostController::wait_for_work(int timeout_ms) {
   pollfd p[2] = {{wake_.get(), POLLIN, 0}, {admin_ ? admin_->fd() : -1, POLLIN, 0}};
   if (admin_ && admin_->wants_write()) p[1].events |= POLLOUT;
   if (::poll(p, admin_ ? 2 : 1, timeout_ms) > 0 && (p[0].revents & POLLIN)) {
@@ -103,7 +103,7 @@ void Controller::wait_for_work(int timeout_ms) {
   }
 }
 
-void Controller::run() {
+void HostController::run() {
   while (!stop_) {
     switch (state()) {
     case CtrlState::Live: live_step(); break;
@@ -118,7 +118,7 @@ void Controller::run() {
   run_tasks(); // nobody waits forever on a task at exit
 }
 
-void Controller::submit_async(const nvme::Sqe &sqe, void *cookie, uint8_t *data, uint32_t len) {
+void HostController::submit_async(const nvme::Sqe &sqe, void *cookie, uint8_t *data, uint32_t len) {
   Command c;
   c.sqe = sqe;
   c.cookie = cookie;
@@ -128,7 +128,7 @@ void Controller::submit_async(const nvme::Sqe &sqe, void *cookie, uint8_t *data,
   if (admin_->queue().submit(c)) admin_->send();
 }
 
-void Controller::live_step() {
+void HostController::live_step() {
   const auto now = Clock::now();
   const auto kato = std::chrono::milliseconds(cfg_.kato_ms);
   if (!aer_outstanding_) {
@@ -175,7 +175,7 @@ void Controller::live_step() {
   }
 }
 
-void Controller::on_admin_completion(const Completion &c) {
+void HostController::on_admin_completion(const Completion &c) {
   if (c.cookie == &ka_cookie_) {
     ka_outstanding_ = false;
     if (c.status) log().warn("{}: Keep Alive: {}", label_, nvme::status_string(c.status));
@@ -200,7 +200,7 @@ void Controller::on_admin_completion(const Completion &c) {
 }
 
 // Asynchronous event: dword 0 bits 2:0 type, 15:8 information, 23:16 log.
-void Controller::on_async_event(uint32_t dw0) {
+void HostController::on_async_event(uint32_t dw0) {
   const unsigned type = dw0 & 0x7, info = (dw0 >> 8) & 0xff;
   if (type == NVME_AER_NOTICE && info == NVME_AER_NOTICE_ANA) {
     log().info("{}: ANA change notice", label_);
@@ -213,7 +213,7 @@ void Controller::on_async_event(uint32_t dw0) {
 // Error recovery: the association is gone. RESETTING until the jobs have
 // handed back its commands (they see the new generation and fail them
 // over), then CONNECTING: a reconnect every reconnect_delay.
-void Controller::go_down(const std::string &why) {
+void HostController::go_down(const std::string &why) {
   rec_.reset(Clock::now(), why);
   admin_.reset();
   enabled_ = false;
@@ -225,7 +225,7 @@ void Controller::go_down(const std::string &why) {
 }
 
 // No job still holds a connection of an older generation.
-bool Controller::handed_back() const {
+bool HostController::handed_back() const {
   const uint32_t gen = generation();
   std::lock_guard lk(mu_);
   return std::all_of(attachments_.begin(), attachments_.end(), [gen](const auto &a) {
@@ -234,7 +234,7 @@ bool Controller::handed_back() const {
   });
 }
 
-void Controller::resetting_step() {
+void HostController::resetting_step() {
   run_tasks();
   const auto now = Clock::now();
   if (rec_.finish_reset(now, handed_back())) return;
@@ -242,7 +242,7 @@ void Controller::resetting_step() {
   wait_for_work(ms_until(rec_.wake_at(), now, 50));
 }
 
-void Controller::reconnect_step() {
+void HostController::reconnect_step() {
   run_tasks();
   const auto now = Clock::now();
   switch (rec_.next(now)) {
@@ -282,7 +282,7 @@ void Controller::reconnect_step() {
 // alone: the association stays up for the others, the job fails over (or
 // fails, with the refusal as the reason), and the queue is tried again
 // every reconnect_delay.
-void Controller::prepare_io_or_retry(const std::shared_ptr<IoAttachment> &a) {
+void HostController::prepare_io_or_retry(const std::shared_ptr<IoAttachment> &a) {
   try {
     prepare_io(*a);
   } catch (const std::exception &e) {
@@ -294,7 +294,7 @@ void Controller::prepare_io_or_retry(const std::shared_ptr<IoAttachment> &a) {
   }
 }
 
-void Controller::retry_io() {
+void HostController::retry_io() {
   std::vector<std::weak_ptr<IoAttachment>> again;
   again.swap(io_retry_);
   for (auto &w : again) {

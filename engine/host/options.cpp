@@ -149,6 +149,8 @@ EngineOptions parse_engine_options(const mpnvme_opts &o) {
   if (o.max_retries > 100) throw bad("max_retries", std::to_string(o.max_retries), "0..100");
   e.max_retries = o.max_retries;
   e.path_stats = str("path_stats", o.path_stats);
+  if (o.mptcp_join_wait > 10000) throw bad("mptcp_join_wait", std::to_string(o.mptcp_join_wait), "milliseconds 0..10000");
+  e.mptcp_join_wait = std::chrono::milliseconds(o.mptcp_join_wait);
   e.fabrics_disconnect = o.fabrics_disconnect != 0;
   return e;
 }

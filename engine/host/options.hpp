@@ -44,6 +44,7 @@ struct EngineOptions {
   RecoveryOptions recovery;
   unsigned max_retries = 5; // nvme_core.max_retries
   std::string path_stats;   // JSON lines file, "" = none
+  std::chrono::milliseconds mptcp_join_wait{0}; // 0: I/O starts as soon as a queue connects
 };
 
 constexpr unsigned kMaxQueueSize = 1024;

@@ -67,6 +67,7 @@ ControllerConfig Session::controller_config(size_t path) const {
   c.fabrics_disconnect = o_.fabrics_disconnect;
   c.admin_timeout = std::max(o_.connect_timeout, std::chrono::milliseconds(2000));
   c.recovery = o_.recovery;
+  c.mptcp_join_wait = o_.mptcp_join_wait;
   c.queues_wanted = static_cast<uint16_t>(std::clamp(job_.job_number, 64u, 1024u));
   return c;
 }
@@ -76,7 +77,7 @@ void Session::probe() {
   for (size_t i = 0; i < o_.paths.size(); i++) {
     ControllerConfig cfg = controller_config(i);
     cfg.size_probe = true;
-    Controller c(cfg);
+    HostController c(cfg);
     if (!c.connect_first()) {
       reasons += fmt::format("{}{}", reasons.empty() ? "" : "; ", c.reason());
       continue;
@@ -133,6 +134,23 @@ void Session::check_same_namespace(const NamespaceInfo &ref, size_t ref_path, co
                                             a, b, o_.nsid, ref.ns.nsze, other.ns.nsze, ref.ns.lba_bytes, other.ns.lba_bytes));
 }
 
+// Entries of the job's I/O queues: queue_size=, or iodepth bounded by the
+// controller's MQES.
+unsigned Session::queue_slots(uint32_t mqes) const {
+  unsigned slots = o_.queue_size;
+  if (!slots) {
+    slots = std::max(job_.iodepth, 2u);
+    if (slots > mqes) {
+      log().warn("iodepth={} exceeds the controller's queue size (CAP.MQES+1 = {}): at most {} commands in flight per path",
+                 job_.iodepth, mqes, mqes);
+      slots = mqes;
+    }
+  } else if (slots < job_.iodepth) {
+    log().warn("queue_size={} is below iodepth={}: at most {} commands in flight per path", slots, job_.iodepth, slots);
+  }
+  return std::min(slots, kMaxQueueSize);
+}
+
 void Session::open() {
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   epfd_ = epoll_create1(EPOLL_CLOEXEC);
@@ -152,7 +170,7 @@ void Session::open() {
   size_t ref_path = 0;
   std::string down;
   for (size_t i = 0; i < paths_.size(); i++) {
-    Controller &c = *paths_[i].ctrl;
+    HostController &c = *paths_[i].ctrl;
     if (c.state() != CtrlState::Live) {
       down += fmt::format("{}{}: {}", down.empty() ? "" : "; ", c.label(), c.reason());
       continue;
@@ -171,18 +189,7 @@ void Session::open() {
   lba_shift_ = static_cast<uint32_t>(__builtin_ctz(lba_bytes_));
   size_bytes_ = ref->ns.nsze * lba_bytes_;
 
-  unsigned slots = o_.queue_size;
-  if (!slots) {
-    slots = std::max(job_.iodepth, 2u);
-    if (slots > ref->mqes) {
-      log().warn("iodepth={} exceeds the controller's queue size (CAP.MQES+1 = {}): at most {} commands in flight per path",
-                 job_.iodepth, ref->mqes, ref->mqes);
-      slots = ref->mqes;
-    }
-  } else if (slots < job_.iodepth) {
-    log().warn("queue_size={} is below iodepth={}: at most {} commands in flight per path", slots, job_.iodepth, slots);
-  }
-  slots = std::min(slots, kMaxQueueSize);
+  const unsigned slots = queue_slots(ref->mqes);
 
   // The job's I/O queue id is its fio job number where the controller has
   // it free (see fio-mpnvme(7), QUEUE IDS).

@@ -69,7 +69,7 @@ private:
     uint8_t retries = 0;
   };
   struct Path {
-    std::shared_ptr<Controller> ctrl;
+    std::shared_ptr<HostController> ctrl;
     std::shared_ptr<IoAttachment> att;
     std::unique_ptr<Channel> ch;
     uint32_t generation = 0;
@@ -92,6 +92,7 @@ private:
   // session.cpp: set-up, checks, reports
   ControllerConfig controller_config(size_t path) const;
   void check_geometry(const NamespaceInfo &info) const;
+  unsigned queue_slots(uint32_t mqes) const;
   void check_same_namespace(const NamespaceInfo &ref, size_t ref_path, const NamespaceInfo &other, size_t path) const;
   void report_transport(const Path &p) const;
   void report_paths();

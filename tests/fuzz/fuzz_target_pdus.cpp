@@ -48,7 +48,7 @@ Registry &registry() {
 
 void drain(Connection &c) {
   iovec iov[256];
-  while (c.send_pending()) {
+  while (c.has_pending_send()) {
     size_t n = c.build_send(iov, 256), bytes = 0;
     for (size_t i = 0; i < n; i++)
       bytes += iov[i].iov_len;
@@ -133,11 +133,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       feed(ioq, qc.data(), qc.size(), qc.size());
     }
     feed(ioq, data, size, chunk);
-    ioq.poll(std::chrono::steady_clock::now());
+    ioq.tick(std::chrono::steady_clock::now());
   } else {
     Connection conn(reg, io, -1, port, "fuzz");
     feed(conn, data, size, chunk);
-    conn.poll(std::chrono::steady_clock::now());
+    conn.tick(std::chrono::steady_clock::now());
   }
   return 0;
 }

@@ -45,6 +45,17 @@ elif [[ $mode == tcp ]]; then
   ((total > 0 && d[1] * 100 >= total * 95)) && pass "TCP stays on path 1" ||
     fail "TCP spread over paths or moved nothing (path 1: ${d[1]} of $total)"
 fi
+if [[ $mode == 4 ]]; then
+  # mptcp_join_wait: each I/O queue waits for its subflows to settle before
+  # I/O (the start-up stall mitigation); the log says how many it got.
+  run_fio joinwait --traddr=10.1.1.1 --transport=mptcp --mptcp_join_wait=1000 --log_level=info --rw=randread --bs=128k \
+    --iodepth=16 --size=64m || fail "mptcp_join_wait job exited $?"
+  n=$(grep -c 'MPTCP subflow(s) after .* ms (mptcp_join_wait=1000)' "$work/joinwait.log" || true)
+  low=$(grep -o '[0-9]* MPTCP subflow(s) after' "$work/joinwait.log" | awk '$1 < 2' | wc -l)
+  ((n >= 1 && low == 0)) && pass "mptcp_join_wait: $n I/O queue(s) started with their joins up" ||
+    fail "mptcp_join_wait: $n wait line(s), $low with fewer than 2 subflows: $(grep -m3 'subflow' "$work/joinwait.log")"
+  grep -q 'mptcp_join_wait=' "$work/verify.log" && fail "the engine waited for joins without mptcp_join_wait"
+fi
 stop_target || fail "target exited with $?"
 grep -q "port 1 mptcp 10.1.1.1:4420: connections 0" "$work/target.log" || fail "target counters missing at exit"
 finish

@@ -252,6 +252,7 @@ static void engine_options_rejected(void **) {
       {&mpnvme_opts::connect_timeout, 601, "connect_timeout=601"},
       {&mpnvme_opts::io_timeout, 50, "io_timeout=50"},
       {&mpnvme_opts::max_retries, 1000, "max_retries=1000"},
+      {&mpnvme_opts::mptcp_join_wait, 10001, "mptcp_join_wait=10001"},
   };
   for (const NumCase &c : numeric) {
     Opts t;

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <iostream>
 
@@ -46,137 +47,175 @@ std::string kernel_transport(const std::string &job_value, const std::string &ov
   return job_value == "mptcp" ? "mptcp" : "tcp";
 }
 
+// Everything the command line sets; one subcommand runs.
+struct Cli {
+  std::string job, trtype, ram_dir = "/dev/shm/mpnvme-nvmet", file, host_traddr, host_iface;
+  std::vector<std::string> devices, hosts, ana;
+  std::optional<uint32_t> inline_size;
+  int ctrl_loss_tmo = 600, reconnect_delay = 10;
+  bool remove_ram = false;
+  CLI::App *apply = nullptr, *save = nullptr, *restore = nullptr, *clear = nullptr, *connect = nullptr, *disconnect = nullptr;
+};
+
+void add_subcommands(CLI::App &app, Cli &o) {
+  o.apply = app.add_subcommand("apply", "create on nvmet what a job file expects (idempotent)");
+  o.apply->add_option("-j,--job", o.job, "fio job file of the engine")->required()->check(CLI::ExistingFile);
+  o.apply->add_option("--device", o.devices, "back a namespace with a device or file: NSID=PATH (default: a RAM file)");
+  o.apply->add_option("--trtype", o.trtype, "port transport (default: tcp, or mptcp when the job says transport=mptcp)")
+      ->check(CLI::IsMember({"tcp", "mptcp"}));
+  o.apply->add_option("--inline-data-size", o.inline_size, "param_inline_data_size of new ports");
+  o.apply->add_option("--allow-host", o.hosts, "allowed host NQN (default: any host)");
+  o.apply->add_option("--ana", o.ana, "ANA state of group 1 on the port of a path: PATH:STATE (PATH 1-based)");
+  o.apply->add_option("--ram-dir", o.ram_dir, "where RAM namespace files go")->capture_default_str();
+  o.save = app.add_subcommand("save", "print (or write) the nvmet configuration as nvmetcli JSON");
+  o.save->add_option("FILE", o.file, "output file (default: standard output)");
+  o.restore = app.add_subcommand("restore", "replace the nvmet configuration with an nvmetcli JSON file");
+  o.restore->add_option("FILE", o.file, "nvmetcli JSON")->required()->check(CLI::ExistingFile);
+  o.clear = app.add_subcommand("clear", "remove every nvmet port, subsystem, namespace and host");
+  o.clear->add_flag("--remove-ram-files", o.remove_ram, "also delete the RAM namespace files apply created (in --ram-dir)");
+  o.clear->add_option("--ram-dir", o.ram_dir, "where apply put RAM namespace files")->capture_default_str();
+  o.connect = app.add_subcommand("connect", "connect the kernel host to every path of a job");
+  o.connect->add_option("-j,--job", o.job, "fio job file of the engine")->required()->check(CLI::ExistingFile);
+  o.connect->add_option("--trtype", o.trtype, "host transport (default as for apply)")->check(CLI::IsMember({"tcp", "mptcp"}));
+  o.connect->add_option("--host-traddr", o.host_traddr, "local address to connect from");
+  o.connect->add_option("--host-iface", o.host_iface, "local interface to connect through");
+  o.connect->add_option("--ctrl-loss-tmo", o.ctrl_loss_tmo, "seconds before a lost controller is removed")->capture_default_str();
+  o.connect->add_option("--reconnect-delay", o.reconnect_delay, "seconds between reconnect attempts")->capture_default_str();
+  o.disconnect = app.add_subcommand("disconnect", "disconnect the controllers that connect created, or those of a job's paths");
+  o.disconnect->add_option("-j,--job", o.job, "disconnect every kernel controller of this job's subsystem and paths")
+      ->check(CLI::ExistingFile);
+}
+
+// A namespace id as the user typed it (--device NSID=PATH).
+uint32_t parse_nsid(const std::string &text, const std::string &option) {
+  if (text.empty() || text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos || std::stoull(text) == 0 ||
+      std::stoull(text) >= 0xffffffffull)
+    throw std::invalid_argument(fmt::format("{}: '{}' is not a namespace id (1..4294967294)", option, text));
+  return static_cast<uint32_t>(std::stoull(text));
+}
+
+int cmd_apply(const Cli &o, const std::vector<JobSection> &jobs, const target::TargetConfig &cfg, const std::string &tr) {
+  ApplyOptions a;
+  a.trtype = tr;
+  a.ram_dir = o.ram_dir;
+  a.inline_data_size = o.inline_size;
+  a.allowed_hosts = o.hosts;
+  for (const auto &d : o.devices) {
+    const auto eq = d.find('=');
+    if (eq == std::string::npos || eq == 0) return fail(fmt::format("--device {}: expected NSID=PATH", d));
+    a.devices[parse_nsid(d.substr(0, eq), "--device " + d)] = d.substr(eq + 1);
+  }
+  for (const auto &x : o.ana) {
+    const auto c = x.find(':');
+    if (c == std::string::npos || !parse_ana_state(x.substr(c + 1)) || c == 0 ||
+        x.substr(0, c).find_first_not_of("0123456789") != std::string::npos)
+      return fail(fmt::format(
+          "--ana {}: expected PATH:STATE with STATE optimized, non-optimized, inaccessible, persistent-loss or change", x));
+    a.ana[std::stoul(x.substr(0, c))] = x.substr(c + 1);
+  }
+  if (const std::string prio = job_option(jobs, "sk_priority", o.job); !prio.empty()) {
+    // The target side of the job's priority pair: nvmet_tcp's global so_priority.
+    a.so_priority = PriorityPairs::parse(prio, "sk_priority", 0x7fffffff).for_queue(1);
+  }
+  for (const auto &p : apply(cfg, a))
+    fmt::print("port {} {} {} -> {}\n", p.id, tr, p.address, cfg.subsystems.front().nqn);
+  for (const auto &s : cfg.subsystems)
+    for (const auto &n : s.namespaces)
+      fmt::print("namespace {} {}: {}\n", s.nqn, n.nsid,
+                 a.devices.count(n.nsid) ? a.devices.at(n.nsid) : fmt::format("RAM {} bytes", n.size));
+  return 0;
+}
+
+int cmd_connect(const Cli &o, const std::vector<JobSection> &jobs, const target::TargetConfig &cfg, const std::string &tr) {
+  ConnectRequest r;
+  r.subnqn = cfg.subsystems.front().nqn;
+  for (const auto &p : cfg.ports)
+    r.paths.push_back(p.addr);
+  r.transport = tr;
+  r.host_traddr = o.host_traddr;
+  r.host_iface = o.host_iface;
+  r.ctrl_loss_tmo = o.ctrl_loss_tmo;
+  r.reconnect_delay = o.reconnect_delay;
+  r.iopolicy = job_option(jobs, "iopolicy", o.job);
+  if (!r.iopolicy.empty() && std::find(kIoPolicies.begin(), kIoPolicies.end(), r.iopolicy) == kIoPolicies.end())
+    return fail(fmt::format("{}: iopolicy={} (the kernel accepts: {})", o.job, r.iopolicy, fmt::join(kIoPolicies, ", ")));
+  const ConnectResult res = connect_job(r);
+  for (const auto &c : res.controllers)
+    fmt::print("controller {}\n", c);
+  fmt::print("subsystem {}{}\n", res.subsystem, r.iopolicy.empty() || !res.note.empty() ? "" : " iopolicy=" + r.iopolicy);
+  fmt::print("device {}\n", res.device);
+  if (!res.note.empty()) fmt::print(stderr, "mpnvme-nvmet: {}\n", res.note);
+  return 0;
+}
+
+int cmd_save(const Cli &o) {
+  const std::string text = save().dump(2) + "\n";
+  if (o.file.empty()) {
+    std::cout << text;
+    return 0;
+  }
+  std::ofstream f(o.file);
+  if (!(f << text)) return fail(fmt::format("{}: cannot write", o.file));
+  return 0;
+}
+
+int cmd_restore(const Cli &o) {
+  std::ifstream f(o.file);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception &e) {
+    return fail(fmt::format("{}: not JSON: {}", o.file, e.what()));
+  }
+  restore(j);
+  return 0;
+}
+
+int cmd_disconnect(const Cli &o) {
+  if (o.job.empty()) {
+    for (const auto &c : disconnect_recorded())
+      fmt::print("disconnected {}\n", c);
+    return 0;
+  }
+  const target::TargetConfig cfg = target::config_from_jobs(read_jobfile(o.job), o.job);
+  std::vector<PathAddr> paths;
+  for (const auto &p : cfg.ports)
+    paths.push_back(p.addr);
+  for (const auto &c : disconnect_paths(cfg.subsystems.front().nqn, paths))
+    fmt::print("disconnected {}\n", c);
+  return 0;
+}
+
+int run(const Cli &o) {
+  if (o.apply->parsed() || o.connect->parsed()) {
+    const auto jobs = read_jobfile(o.job);
+    target::TargetConfig cfg = target::config_from_jobs(jobs, o.job);
+    target::finalize(cfg);
+    const std::string tr = kernel_transport(job_option(jobs, "transport", o.job), o.trtype);
+    return o.apply->parsed() ? cmd_apply(o, jobs, cfg, tr) : cmd_connect(o, jobs, cfg, tr);
+  }
+  if (o.save->parsed()) return cmd_save(o);
+  if (o.restore->parsed()) return cmd_restore(o);
+  if (o.clear->parsed()) {
+    clear(o.remove_ram ? o.ram_dir : "");
+    return 0;
+  }
+  return cmd_disconnect(o);
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   CLI::App app{"mpnvme-nvmet: kernel NVMe target (nvmet) and host for mpnvme job files"};
   app.set_version_flag("--version", "mpnvme-nvmet " MPNVME_VERSION);
   app.require_subcommand(1);
-  std::string job, trtype, ram_dir = "/dev/shm/mpnvme-nvmet", file, host_traddr, host_iface;
-  std::vector<std::string> devices, hosts, ana;
-  std::optional<uint32_t> inline_size;
-  int ctrl_loss_tmo = 600, reconnect_delay = 10;
-
-  auto *apply_cmd = app.add_subcommand("apply", "create on nvmet what a job file expects (idempotent)");
-  apply_cmd->add_option("-j,--job", job, "fio job file of the engine")->required()->check(CLI::ExistingFile);
-  apply_cmd->add_option("--device", devices, "back a namespace with a device or file: NSID=PATH (default: a RAM file)");
-  apply_cmd->add_option("--trtype", trtype, "port transport (default: tcp, or mptcp when the job says transport=mptcp)")
-      ->check(CLI::IsMember({"tcp", "mptcp"}));
-  apply_cmd->add_option("--inline-data-size", inline_size, "param_inline_data_size of new ports");
-  apply_cmd->add_option("--allow-host", hosts, "allowed host NQN (default: any host)");
-  apply_cmd->add_option("--ana", ana, "ANA state of group 1 on the port of a path: PATH:STATE (PATH 1-based)");
-  apply_cmd->add_option("--ram-dir", ram_dir, "where RAM namespace files go")->capture_default_str();
-  auto *save_cmd = app.add_subcommand("save", "print (or write) the nvmet configuration as nvmetcli JSON");
-  save_cmd->add_option("FILE", file, "output file (default: standard output)");
-  auto *restore_cmd = app.add_subcommand("restore", "replace the nvmet configuration with an nvmetcli JSON file");
-  restore_cmd->add_option("FILE", file, "nvmetcli JSON")->required()->check(CLI::ExistingFile);
-  auto *clear_cmd = app.add_subcommand("clear", "remove every nvmet port, subsystem, namespace and host");
-  bool remove_ram = false;
-  clear_cmd->add_flag("--remove-ram-files", remove_ram, "also delete the RAM namespace files apply created (in --ram-dir)");
-  clear_cmd->add_option("--ram-dir", ram_dir, "where apply put RAM namespace files")->capture_default_str();
-  auto *connect_cmd = app.add_subcommand("connect", "connect the kernel host to every path of a job");
-  connect_cmd->add_option("-j,--job", job, "fio job file of the engine")->required()->check(CLI::ExistingFile);
-  connect_cmd->add_option("--trtype", trtype, "host transport (default as for apply)")->check(CLI::IsMember({"tcp", "mptcp"}));
-  connect_cmd->add_option("--host-traddr", host_traddr, "local address to connect from");
-  connect_cmd->add_option("--host-iface", host_iface, "local interface to connect through");
-  connect_cmd->add_option("--ctrl-loss-tmo", ctrl_loss_tmo, "seconds before a lost controller is removed")->capture_default_str();
-  connect_cmd->add_option("--reconnect-delay", reconnect_delay, "seconds between reconnect attempts")->capture_default_str();
-  auto *disconnect_cmd =
-      app.add_subcommand("disconnect", "disconnect the controllers that connect created, or those of a job's paths");
-  disconnect_cmd->add_option("-j,--job", job, "disconnect every kernel controller of this job's subsystem and paths")
-      ->check(CLI::ExistingFile);
+  Cli o;
+  add_subcommands(app, o);
   if (const int rc = mpnvme::parse_command_line(app, argc, argv); rc >= 0) return rc;
   if (const char *r = std::getenv("MPNVME_NVMET_ROOT")) nvmet_root = r; // tests against a prepared tree
-
   try {
-    if (apply_cmd->parsed() || connect_cmd->parsed()) {
-      const auto jobs = read_jobfile(job);
-      const target::TargetConfig cfg = [&] {
-        target::TargetConfig c = target::config_from_jobs(jobs, job);
-        target::finalize(c);
-        return c;
-      }();
-      const std::string tr = kernel_transport(job_option(jobs, "transport", job), trtype);
-      if (apply_cmd->parsed()) {
-        ApplyOptions o;
-        o.trtype = tr;
-        o.ram_dir = ram_dir;
-        o.inline_data_size = inline_size;
-        o.allowed_hosts = hosts;
-        for (const auto &d : devices) {
-          const auto eq = d.find('=');
-          if (eq == std::string::npos || eq == 0) return fail(fmt::format("--device {}: expected NSID=PATH", d));
-          o.devices[static_cast<uint32_t>(std::stoul(d.substr(0, eq)))] = d.substr(eq + 1);
-        }
-        for (const auto &a : ana) {
-          const auto c = a.find(':');
-          if (c == std::string::npos || !parse_ana_state(a.substr(c + 1)))
-            return fail(fmt::format(
-                "--ana {}: expected PATH:STATE with STATE optimized, non-optimized, inaccessible, persistent-loss or change", a));
-          o.ana[std::stoul(a.substr(0, c))] = a.substr(c + 1);
-        }
-        if (const std::string prio = job_option(jobs, "sk_priority", job); !prio.empty()) {
-          // The target side of the job's priority pair: nvmet_tcp's global so_priority.
-          o.so_priority = PriorityPairs::parse(prio, "sk_priority", 0x7fffffff).for_queue(1);
-        }
-        for (const auto &p : apply(cfg, o))
-          fmt::print("port {} {} {} -> {}\n", p.id, tr, p.address, cfg.subsystems.front().nqn);
-        for (const auto &s : cfg.subsystems)
-          for (const auto &n : s.namespaces)
-            fmt::print("namespace {} {}: {}\n", s.nqn, n.nsid,
-                       o.devices.count(n.nsid) ? o.devices.at(n.nsid) : fmt::format("RAM {} bytes", n.size));
-      } else {
-        ConnectRequest r;
-        r.subnqn = cfg.subsystems.front().nqn;
-        for (const auto &p : cfg.ports)
-          r.paths.push_back(p.addr);
-        r.transport = tr;
-        r.host_traddr = host_traddr;
-        r.host_iface = host_iface;
-        r.ctrl_loss_tmo = ctrl_loss_tmo;
-        r.reconnect_delay = reconnect_delay;
-        r.iopolicy = job_option(jobs, "iopolicy", job);
-        if (!r.iopolicy.empty() && std::find(kIoPolicies.begin(), kIoPolicies.end(), r.iopolicy) == kIoPolicies.end())
-          return fail(fmt::format("{}: iopolicy={} (accepted: numa, round-robin, queue-depth)", job, r.iopolicy));
-        const ConnectResult res = connect_job(r);
-        for (const auto &c : res.controllers)
-          fmt::print("controller {}\n", c);
-        fmt::print("subsystem {}{}\n", res.subsystem, r.iopolicy.empty() || !res.note.empty() ? "" : " iopolicy=" + r.iopolicy);
-        fmt::print("device {}\n", res.device);
-        if (!res.note.empty()) fmt::print(stderr, "mpnvme-nvmet: {}\n", res.note);
-      }
-    } else if (save_cmd->parsed()) {
-      const std::string text = save().dump(2) + "\n";
-      if (file.empty()) {
-        std::cout << text;
-      } else {
-        std::ofstream f(file);
-        if (!(f << text)) return fail(fmt::format("{}: cannot write", file));
-      }
-    } else if (restore_cmd->parsed()) {
-      std::ifstream f(file);
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(f);
-      } catch (const nlohmann::json::exception &e) {
-        return fail(fmt::format("{}: not JSON: {}", file, e.what()));
-      }
-      restore(j);
-    } else if (clear_cmd->parsed()) {
-      clear(remove_ram ? ram_dir : "");
-    } else if (!job.empty()) {
-      const target::TargetConfig cfg = target::config_from_jobs(read_jobfile(job), job);
-      std::vector<PathAddr> paths;
-      for (const auto &p : cfg.ports)
-        paths.push_back(p.addr);
-      for (const auto &c : disconnect_paths(cfg.subsystems.front().nqn, paths))
-        fmt::print("disconnected {}\n", c);
-    } else {
-      for (const auto &c : disconnect_recorded())
-        fmt::print("disconnected {}\n", c);
-    }
+    return run(o);
   } catch (const std::exception &e) {
     return fail(e.what());
   }
-  return 0;
 }

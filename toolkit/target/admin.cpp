@@ -36,109 +36,127 @@ void Connection::exec_admin(Cmd &c, uint16_t slot) {
 
 void Connection::identify(Cmd &c, uint16_t slot) {
   const uint8_t cns = c.sqe.cdw(10) & 0xff;
-  const uint8_t csi = c.sqe.cdw(11) >> 24;
-  const uint32_t nsid = c.sqe.nsid();
   if (!ensure_buf(c, kIdentifyLen)) return complete(slot, kStatusInternal);
-  uint8_t *b = c.buf;
-  std::memset(b, 0, kIdentifyLen);
-  const Subsystem &sub = ctrl_->subsys;
-  const TargetConfig &cfg = reg_.config();
+  std::memset(c.buf, 0, kIdentifyLen);
   switch (cns) {
-  case kCnsController: {
-    // Field layout from libnvme's struct nvme_id_ctrl (little-endian host).
-    auto *id = reinterpret_cast<nvme_id_ctrl *>(b);
-    id->vid = id->ssvid = 0x1d1d; // PCI vendor id fields: unassigned for fabrics
-    put_padded(reinterpret_cast<uint8_t *>(id->sn), sizeof id->sn, sub.cfg.serial);
-    put_padded(reinterpret_cast<uint8_t *>(id->mn), sizeof id->mn, sub.cfg.model);
-    put_padded(reinterpret_cast<uint8_t *>(id->fr), sizeof id->fr, MPNVME_VERSION);
-    id->rab = 6;
-    id->cmic = sub.discovery ? 0 : 0x0b; // multi-port, multi-controller, ANA reporting
-    id->mdts = cfg.mdts;
-    id->cntlid = ctrl_->cntlid;
-    id->ver = kNvmeVersion;
-    id->oaes = sub.discovery ? 1u << 31 : 1u << 11; // discovery log / ANA change notices
-    id->ctratt = 1;                                 // 128-bit host identifier
-    id->cntrltype = sub.discovery ? 2 : 1;          // discovery / I/O controller
-    id->acl = 3;
-    id->aerl = kAerLimit - 1;
-    id->frmw = 0x3; // one slot, read only
-    id->lpa = 0x6;  // command effects log, extended data for Get Log Page
-    id->kas = 10;   // keep alive granularity 1 s
-    if (!sub.discovery) {
-      id->anatt = 10;
-      id->anacap = 0x5f; // all states reported, ANAGRPID does not change
-      id->anagrpmax = id->nanagrpid = kMaxAnaGroups;
-    }
-    id->sqes = 0x66;
-    id->cqes = 0x44;
-    id->maxcmd = static_cast<uint16_t>(cfg.queue_entries);
-    uint32_t nn = 0;
-    for (auto &[id_, ns] : sub.namespaces)
-      nn = std::max(nn, id_);
-    id->nn = id->mnan = sub.discovery ? 0 : std::max(nn, 1u);
-    id->oncs = sub.discovery ? 0 : (NVME_CTRL_ONCS_DSM | NVME_CTRL_ONCS_WRITE_ZEROES);
-    id->vwc = sub.discovery ? 0 : 1; // Flush matters for file namespaces
-    id->sgls = 1u | (1u << 20);      // SGLs supported, address used as offset
-    std::memcpy(id->subnqn, sub.cfg.nqn.data(), std::min<size_t>(sub.cfg.nqn.size(), sizeof id->subnqn - 1));
-    id->ioccsz = (64 + port_.cfg.inline_data_size) / 16;
-    id->iorcsz = 1;
-    id->icdoff = 0;
-    id->fcatt = 0; // dynamic controller model
-    id->msdbd = 1;
-    id->psd[0].mp = 0x9c4; // 25 W
-    return return_data(c, slot, kIdentifyLen);
-  }
-  case kCnsNamespace: {
-    if (sub.discovery) return refuse(slot, kStatusInvalidOpcode, "Identify Namespace on a discovery controller");
-    auto it = sub.namespaces.find(nsid);
-    if (it == sub.namespaces.end()) {
-      if (nsid == 0 || nsid == 0xffffffff) return refuse(slot, kStatusInvalidNs, fmt::format("Identify Namespace {:#x}", nsid));
-      return return_data(c, slot, kIdentifyLen); // inactive: all zeroes
-    }
-    const Namespace &ns = it->second;
-    auto *id = reinterpret_cast<nvme_id_ns *>(b);
-    id->nsze = id->ncap = id->nuse = ns.backend->blocks();
-    id->nlbaf = 0; // one format (0's based)
-    id->flbas = 0;
-    id->nmic = 1;                                               // may be shared by controllers
-    id->dlfeat = ns.backend->kind() == Backing::File ? 0 : 0x9; // deallocated blocks read as zeroes
-    id->anagrpid = ns.cfg.anagrpid;
-    std::memcpy(id->nguid, ns.cfg.nguid.data(), sizeof id->nguid);
-    id->lbaf[0].ds = ns.cfg.lba == 4096 ? 12 : 9;
-    return return_data(c, slot, kIdentifyLen);
-  }
-  case kCnsActiveNsList: {
-    size_t n = 0;
-    for (auto &[id, ns] : sub.namespaces)
-      if (id > nsid && n < 1024) wire::put32(b, 4 * n++, id);
-    return return_data(c, slot, kIdentifyLen);
-  }
-  case kCnsNsDescList: {
-    auto it = sub.namespaces.find(nsid);
-    if (it == sub.namespaces.end())
-      return refuse(slot, kStatusInvalidNs, fmt::format("descriptor list of namespace {:#x}", nsid));
-    size_t o = 0;
-    b[o] = NVME_NIDT_NGUID, b[o + 1] = NVME_NIDT_NGUID_LEN;
-    std::memcpy(b + o + 4, it->second.cfg.nguid.data(), 16);
-    o += 20;
-    b[o] = NVME_NIDT_UUID, b[o + 1] = NVME_NIDT_UUID_LEN;
-    std::memcpy(b + o + 4, it->second.cfg.uuid.data(), 16);
-    o += 20;
-    b[o] = NVME_NIDT_CSI, b[o + 1] = NVME_NIDT_CSI_LEN;
-    b[o + 4] = kCsiNvm;
-    return return_data(c, slot, kIdentifyLen);
-  }
+  case kCnsController: return identify_controller(c, slot);
+  case kCnsNamespace: return identify_namespace(c, slot);
+  case kCnsActiveNsList: return identify_active_ns_list(c, slot);
+  case kCnsNsDescList: return identify_ns_descriptors(c, slot);
   case kCnsCsiNamespace:
-  case kCnsCsiController:
-    // What a host that enabled with CC.CSS 110b may ask: the NVM command
-    // set's own structures, which hold nothing we need to report (no
-    // protection information, no extra limits), as nvmet answers.
-    if (csi != kCsiNvm) return refuse(slot, kStatusInvalidField, fmt::format("Identify CNS {:#x} for command set {}", cns, csi));
-    if (cns == kCnsCsiNamespace && !sub.namespaces.count(nsid))
-      return refuse(slot, kStatusInvalidNs, fmt::format("NVM Identify Namespace {:#x}", nsid));
-    return return_data(c, slot, kIdentifyLen);
+  case kCnsCsiController: return identify_nvm_command_set(c, slot);
   default: return refuse(slot, kStatusInvalidField, fmt::format("Identify CNS {:#x} is not supported", cns));
   }
+}
+
+// CNS 01h. Field layout from libnvme's struct nvme_id_ctrl (little-endian host).
+void Connection::identify_controller(Cmd &c, uint16_t slot) {
+  const Subsystem &sub = ctrl_->subsys;
+  const TargetConfig &cfg = reg_.config();
+  auto *id = reinterpret_cast<nvme_id_ctrl *>(c.buf);
+  id->vid = id->ssvid = 0x1d1d; // PCI vendor id fields: unassigned for fabrics
+  put_padded(reinterpret_cast<uint8_t *>(id->sn), sizeof id->sn, sub.cfg.serial);
+  put_padded(reinterpret_cast<uint8_t *>(id->mn), sizeof id->mn, sub.cfg.model);
+  put_padded(reinterpret_cast<uint8_t *>(id->fr), sizeof id->fr, MPNVME_VERSION);
+  id->rab = 6;
+  id->cmic = sub.discovery ? 0 : 0x0b; // multi-port, multi-controller, ANA reporting
+  id->mdts = cfg.mdts;
+  id->cntlid = ctrl_->cntlid;
+  id->ver = kNvmeVersion;
+  id->oaes = sub.discovery ? 1u << 31 : 1u << 11; // discovery log / ANA change notices
+  id->ctratt = 1;                                 // 128-bit host identifier
+  id->cntrltype = sub.discovery ? 2 : 1;          // discovery / I/O controller
+  id->acl = 3;
+  id->aerl = kAerLimit - 1;
+  id->frmw = 0x3; // one slot, read only
+  id->lpa = 0x6;  // command effects log, extended data for Get Log Page
+  id->kas = 10;   // keep alive granularity 1 s
+  if (!sub.discovery) {
+    id->anatt = 10;
+    id->anacap = 0x5f; // all states reported, ANAGRPID does not change
+    id->anagrpmax = id->nanagrpid = kMaxAnaGroups;
+  }
+  id->sqes = 0x66;
+  id->cqes = 0x44;
+  id->maxcmd = static_cast<uint16_t>(cfg.queue_entries);
+  uint32_t nn = 0;
+  for (auto &[id_, ns] : sub.namespaces)
+    nn = std::max(nn, id_);
+  id->nn = id->mnan = sub.discovery ? 0 : std::max(nn, 1u);
+  id->oncs = sub.discovery ? 0 : (NVME_CTRL_ONCS_DSM | NVME_CTRL_ONCS_WRITE_ZEROES);
+  id->vwc = sub.discovery ? 0 : 1; // Flush matters for file namespaces
+  id->sgls = 1u | (1u << 20);      // SGLs supported, address used as offset
+  std::memcpy(id->subnqn, sub.cfg.nqn.data(), std::min<size_t>(sub.cfg.nqn.size(), sizeof id->subnqn - 1));
+  id->ioccsz = (64 + port_.cfg.inline_data_size) / 16;
+  id->iorcsz = 1;
+  id->icdoff = 0;
+  id->fcatt = 0; // dynamic controller model
+  id->msdbd = 1;
+  id->psd[0].mp = 0x9c4; // 25 W
+  return_data(c, slot, kIdentifyLen);
+}
+
+// CNS 00h: an inactive namespace id reads as zeroes, as nvmet answers.
+void Connection::identify_namespace(Cmd &c, uint16_t slot) {
+  const Subsystem &sub = ctrl_->subsys;
+  const uint32_t nsid = c.sqe.nsid();
+  if (sub.discovery) return refuse(slot, kStatusInvalidOpcode, "Identify Namespace on a discovery controller");
+  auto it = sub.namespaces.find(nsid);
+  if (it == sub.namespaces.end()) {
+    if (nsid == 0 || nsid == 0xffffffff) return refuse(slot, kStatusInvalidNs, fmt::format("Identify Namespace {:#x}", nsid));
+    return return_data(c, slot, kIdentifyLen);
+  }
+  const Namespace &ns = it->second;
+  auto *id = reinterpret_cast<nvme_id_ns *>(c.buf);
+  id->nsze = id->ncap = id->nuse = ns.backend->blocks();
+  id->nlbaf = 0; // one format (0's based)
+  id->flbas = 0;
+  id->nmic = 1;                                               // may be shared by controllers
+  id->dlfeat = ns.backend->kind() == Backing::File ? 0 : 0x9; // deallocated blocks read as zeroes
+  id->anagrpid = ns.cfg.anagrpid;
+  std::memcpy(id->nguid, ns.cfg.nguid.data(), sizeof id->nguid);
+  id->lbaf[0].ds = ns.cfg.lba == 4096 ? 12 : 9;
+  return_data(c, slot, kIdentifyLen);
+}
+
+// CNS 02h: active namespace ids above NSID, ascending.
+void Connection::identify_active_ns_list(Cmd &c, uint16_t slot) {
+  size_t n = 0;
+  for (auto &[id, ns] : ctrl_->subsys.namespaces)
+    if (id > c.sqe.nsid() && n < 1024) wire::put32(c.buf, 4 * n++, id);
+  return_data(c, slot, kIdentifyLen);
+}
+
+// CNS 03h: NGUID, UUID and command set of a namespace (Linux multipath
+// matches namespaces across controllers by them).
+void Connection::identify_ns_descriptors(Cmd &c, uint16_t slot) {
+  const uint32_t nsid = c.sqe.nsid();
+  auto it = ctrl_->subsys.namespaces.find(nsid);
+  if (it == ctrl_->subsys.namespaces.end())
+    return refuse(slot, kStatusInvalidNs, fmt::format("descriptor list of namespace {:#x}", nsid));
+  uint8_t *b = c.buf;
+  size_t o = 0;
+  b[o] = NVME_NIDT_NGUID, b[o + 1] = NVME_NIDT_NGUID_LEN;
+  std::memcpy(b + o + 4, it->second.cfg.nguid.data(), 16);
+  o += 20;
+  b[o] = NVME_NIDT_UUID, b[o + 1] = NVME_NIDT_UUID_LEN;
+  std::memcpy(b + o + 4, it->second.cfg.uuid.data(), 16);
+  o += 20;
+  b[o] = NVME_NIDT_CSI, b[o + 1] = NVME_NIDT_CSI_LEN;
+  b[o + 4] = kCsiNvm;
+  return_data(c, slot, kIdentifyLen);
+}
+
+// CNS 05h/06h: what a host that enabled with CC.CSS 110b may ask: the NVM
+// command set's own structures, which hold nothing we need to report (no
+// protection information, no extra limits), as nvmet answers.
+void Connection::identify_nvm_command_set(Cmd &c, uint16_t slot) {
+  const uint8_t cns = c.sqe.cdw(10) & 0xff;
+  const uint8_t csi = c.sqe.cdw(11) >> 24;
+  if (csi != kCsiNvm) return refuse(slot, kStatusInvalidField, fmt::format("Identify CNS {:#x} for command set {}", cns, csi));
+  if (cns == kCnsCsiNamespace && !ctrl_->subsys.namespaces.count(c.sqe.nsid()))
+    return refuse(slot, kStatusInvalidNs, fmt::format("NVM Identify Namespace {:#x}", c.sqe.nsid()));
+  return_data(c, slot, kIdentifyLen);
 }
 
 void Connection::features(Cmd &c, uint16_t slot, bool set) {

@@ -295,7 +295,7 @@ void Connection::release(uint16_t slot) {
   free_.push_back(slot);
 }
 
-bool Connection::poll(std::chrono::steady_clock::time_point now) {
+bool Connection::tick(std::chrono::steady_clock::time_point now) {
   if (closing_) return false;
   if (port_.disabled) {
     close("port disabled");

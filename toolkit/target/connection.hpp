@@ -72,12 +72,12 @@ public:
   // Send side: the pending batch as iovecs (at most max), and progress.
   size_t build_send(iovec *iov, size_t max);
   void on_sent(size_t n);
-  bool send_pending() const { return !tx_.empty(); }
+  bool has_pending_send() const { return !tx_.empty(); }
   void on_file_done(uint16_t slot, int res);
   // Periodic and wake-up work: keep-alive expiry, controller teardown,
   // delivery of asynchronous events. Returns false once the connection
   // should be closed.
-  bool poll(std::chrono::steady_clock::time_point now);
+  bool tick(std::chrono::steady_clock::time_point now);
   bool closing() const { return closing_; }
   const std::string &close_reason() const { return close_reason_; }
   void close(const std::string &why);
@@ -130,10 +130,18 @@ private:
   void exec_fabrics(Cmd &c, uint16_t slot);
   void exec_admin(Cmd &c, uint16_t slot);
   void exec_io(Cmd &c, uint16_t slot);
+  void read_write(Cmd &c, uint16_t slot, Backend &be);
+  void deallocate(Cmd &c, uint16_t slot, Backend &be);
+  void refuse_lba_range(uint16_t slot, const Backend &be, uint64_t lba, uint64_t n);
   void connect(Cmd &c, uint16_t slot);
   void property_get(Cmd &c, uint16_t slot);
   void property_set(Cmd &c, uint16_t slot);
   void identify(Cmd &c, uint16_t slot);
+  void identify_controller(Cmd &c, uint16_t slot);
+  void identify_namespace(Cmd &c, uint16_t slot);
+  void identify_active_ns_list(Cmd &c, uint16_t slot);
+  void identify_ns_descriptors(Cmd &c, uint16_t slot);
+  void identify_nvm_command_set(Cmd &c, uint16_t slot);
   void get_log_page(Cmd &c, uint16_t slot);
   void features(Cmd &c, uint16_t slot, bool set);
   void return_data(Cmd &c, uint16_t slot, uint32_t len);
@@ -156,7 +164,7 @@ private:
   uint32_t sqsize_ = 0;   // entries
   uint16_t sqhd_ = 0;
   bool sqflow_disabled_ = false;
-  std::shared_ptr<Controller> ctrl_;
+  std::shared_ptr<TargetController> ctrl_;
   uint8_t hpda_ = 0;
   uint32_t inline_limit_;
   unsigned file_ops_ = 0;

@@ -129,10 +129,8 @@ TargetConfig build_config(const Cli &o) {
 
 } // namespace
 
-int main(int argc, char **argv) {
-  CLI::App app{"mpnvme-target: user-space NVMe/TCP target over MPTCP (or TCP)"};
-  app.set_version_flag("--version", "mpnvme-target " MPNVME_VERSION);
-  Cli o;
+// The target's command line, CLI11; the `ctl` subcommand is added by main.
+static void add_target_options(CLI::App &app, Cli &o) {
   app.add_option("-c,--config", o.config, "nvmetcli-style JSON configuration")->check(CLI::ExistingFile);
   app.add_option("-j,--job", o.job, "serve what this fio job file of the engine expects")->check(CLI::ExistingFile);
   app.add_option("-l,--listen", o.listen, "listen address(es): ADDR, ADDR:PORT, [IPV6]:PORT, comma-separated; one port each");
@@ -166,19 +164,23 @@ int main(int argc, char **argv) {
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
-  std::string ctl_socket;
-  std::vector<std::string> ctl_words;
-  CLI::App *ctl = app.add_subcommand("ctl", "send a command to a running target's --control socket and print the answer "
-                                            "(ctl SOCKET help lists the commands)");
-  ctl->add_option("socket", ctl_socket, "the --control socket of the running target")->required();
-  ctl->add_option("command", ctl_words, "ana PORT GROUP STATE | port PORT down|up | stats | help")->required();
-  if (const int rc = mpnvme::parse_command_line(app, argc, argv); rc >= 0) return rc;
-  if (*ctl) {
-    std::string command;
-    for (const auto &w : ctl_words)
-      command += (command.empty() ? "" : " ") + w;
-    return control_client(ctl_socket, command);
-  }
+}
+
+// What is served, then the ready line scripts wait for.
+static void announce(Registry &reg, const TargetConfig &cfg) {
+  for (auto &p : reg.ports())
+    fmt::print("mpnvme-target: port {} listening on {} ({})\n", p->cfg.id, p->cfg.addr.display(),
+               transport_name(p->cfg.transport));
+  for (auto &s : cfg.subsystems)
+    for (auto &n : s.namespaces)
+      fmt::print("mpnvme-target: {} nsid {}: {}, {}-byte blocks\n", s.nqn, n.nsid, n.spec(), n.lba);
+  fmt::print("mpnvme-target: ready\n");
+  std::fflush(stdout);
+}
+
+// Configure, listen, run the event loops until SIGINT/SIGTERM (SIGUSR1
+// prints the port counters).
+static int serve(const Cli &o) {
   set_log_level(o.log_level);
   if (o.maxh2cdata % 4) {
     log().error("--maxh2cdata {}: must be a multiple of 4", o.maxh2cdata);
@@ -231,14 +233,7 @@ int main(int argc, char **argv) {
   for (auto &r : reactors)
     threads.emplace_back([&r] { r->run(); });
 
-  for (auto &p : reg->ports())
-    fmt::print("mpnvme-target: port {} listening on {} ({})\n", p->cfg.id, p->cfg.addr.display(),
-               transport_name(p->cfg.transport));
-  for (auto &s : cfg.subsystems)
-    for (auto &n : s.namespaces)
-      fmt::print("mpnvme-target: {} nsid {}: {}, {}-byte blocks\n", s.nqn, n.nsid, n.spec(), n.lba);
-  fmt::print("mpnvme-target: ready\n");
-  std::fflush(stdout);
+  announce(*reg, cfg);
 
   for (;;) {
     int sig = 0;
@@ -258,4 +253,25 @@ int main(int argc, char **argv) {
   control.reset();
   fmt::print("{}", port_stats(*reg));
   return 0;
+}
+
+int main(int argc, char **argv) {
+  CLI::App app{"mpnvme-target: user-space NVMe/TCP target over MPTCP (or TCP)"};
+  app.set_version_flag("--version", "mpnvme-target " MPNVME_VERSION);
+  Cli o;
+  add_target_options(app, o);
+  std::string ctl_socket;
+  std::vector<std::string> ctl_words;
+  CLI::App *ctl = app.add_subcommand("ctl", "send a command to a running target's --control socket and print the answer "
+                                            "(ctl SOCKET help lists the commands)");
+  ctl->add_option("socket", ctl_socket, "the --control socket of the running target")->required();
+  ctl->add_option("command", ctl_words, "ana PORT GROUP STATE | port PORT down|up | stats | help")->required();
+  if (const int rc = mpnvme::parse_command_line(app, argc, argv); rc >= 0) return rc;
+  if (*ctl) {
+    std::string command;
+    for (const auto &w : ctl_words)
+      command += (command.empty() ? "" : " ") + w;
+    return control_client(ctl_socket, command);
+  }
+  return serve(o);
 }

@@ -80,7 +80,7 @@ void Reactor::arm_recv(Conn &c) {
 }
 
 void Reactor::arm_send(Conn &c) {
-  if (c.send_armed || c.shut || !c.c->send_pending()) return;
+  if (c.send_armed || c.shut || !c.c->has_pending_send()) return;
   const size_t n = c.c->build_send(c.iov.data(), c.iov.size());
   c.mh = {};
   c.mh.msg_iov = c.iov.data();
@@ -223,7 +223,7 @@ void Reactor::on_cqe(io_uring_cqe *cqe) {
     for (auto &[fd, port, peer] : in)
       start(fd, *port, peer);
     for (Conn &c : conns_)
-      c.c->poll(std::chrono::steady_clock::now()); // deliver events now
+      c.c->tick(std::chrono::steady_clock::now()); // deliver events now
     if (!stop_) arm_wake();
     break;
   }
@@ -237,7 +237,7 @@ void Reactor::on_cqe(io_uring_cqe *cqe) {
 void Reactor::tick() {
   const auto now = std::chrono::steady_clock::now();
   for (Conn &c : conns_)
-    c.c->poll(now);
+    c.c->tick(now);
 }
 
 // Closing connections: let the last PDUs (a TermReq, a Disconnect response)
@@ -249,7 +249,7 @@ void Reactor::reap() {
     Conn &c = *it;
     if (c.c->closing() && !c.shut) {
       if (c.close_deadline == std::chrono::steady_clock::time_point{}) c.close_deadline = now + std::chrono::seconds(1);
-      if (!c.c->send_pending() || now > c.close_deadline || stop_) {
+      if (!c.c->has_pending_send() || now > c.close_deadline || stop_) {
         c.shut = true;
         ::shutdown(c.c->fd(), SHUT_RDWR);
       }

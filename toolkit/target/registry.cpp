@@ -52,17 +52,18 @@ bool PortState::serves(const std::string &nqn) const {
   return false;
 }
 
-Controller::Controller(uint16_t id, Subsystem &s, PortState &p, std::string host, std::array<uint8_t, 16> hid, uint32_t kato)
+TargetController::TargetController(uint16_t id, Subsystem &s, PortState &p, std::string host, std::array<uint8_t, 16> hid,
+                                   uint32_t kato)
     : cntlid(id), subsys(s), port(p), hostnqn(std::move(host)), hostid(hid), kato_ms(kato) {
   touch();
 }
 
-void Controller::touch() {
+void TargetController::touch() {
   last_activity_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-bool Controller::kato_expired(std::chrono::steady_clock::time_point now) const {
+bool TargetController::kato_expired(std::chrono::steady_clock::time_point now) const {
   if (!kato_ms) return false;
   const auto last = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(last_activity_ns.load()));
   return now - last > std::chrono::milliseconds(kato_ms);
@@ -104,8 +105,8 @@ PortState *Registry::port(uint16_t id) {
   return nullptr;
 }
 
-std::shared_ptr<Controller> Registry::create_controller(Subsystem &s, PortState &p, const std::string &hostnqn,
-                                                        const std::array<uint8_t, 16> &hostid, uint32_t kato_ms) {
+std::shared_ptr<TargetController> Registry::create_controller(Subsystem &s, PortState &p, const std::string &hostnqn,
+                                                              const std::array<uint8_t, 16> &hostid, uint32_t kato_ms) {
   std::lock_guard lk(mu_);
   // cntlid 1..0xffef, skipping ids still in use.
   for (int tries = 0; tries < 0xffef; tries++) {
@@ -114,20 +115,20 @@ std::shared_ptr<Controller> Registry::create_controller(Subsystem &s, PortState 
     auto key = std::make_pair(static_cast<const Subsystem *>(&s), id);
     auto it = controllers_.find(key);
     if (it != controllers_.end() && !it->second.expired()) continue;
-    auto c = std::make_shared<Controller>(id, s, p, hostnqn, hostid, kato_ms);
+    auto c = std::make_shared<TargetController>(id, s, p, hostnqn, hostid, kato_ms);
     controllers_[key] = c;
     return c;
   }
   return nullptr;
 }
 
-std::shared_ptr<Controller> Registry::find_controller(Subsystem &s, uint16_t cntlid) {
+std::shared_ptr<TargetController> Registry::find_controller(Subsystem &s, uint16_t cntlid) {
   std::lock_guard lk(mu_);
   auto it = controllers_.find({&s, cntlid});
   return it == controllers_.end() ? nullptr : it->second.lock();
 }
 
-void Registry::remove_controller(Controller &c) {
+void Registry::remove_controller(TargetController &c) {
   std::lock_guard lk(mu_);
   controllers_.erase({&c.subsys, c.cntlid});
 }

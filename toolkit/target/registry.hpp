@@ -66,9 +66,10 @@ struct PortCounters {
 // AER completion dword 0 for an ANA change notice (type Notice, info 0x03, log 0x0C).
 constexpr uint32_t kAenAnaChange = 0x2 | (0x03 << 8) | (0x0c << 16);
 
-class Controller {
+class TargetController {
 public:
-  Controller(uint16_t cntlid, Subsystem &s, PortState &p, std::string hostnqn, std::array<uint8_t, 16> hostid, uint32_t kato_ms);
+  TargetController(uint16_t cntlid, Subsystem &s, PortState &p, std::string hostnqn, std::array<uint8_t, 16> hostid,
+                   uint32_t kato_ms);
   const uint16_t cntlid;
   Subsystem &subsys;
   PortState &port;
@@ -99,10 +100,10 @@ public:
   std::vector<std::unique_ptr<PortState>> &ports() { return ports_; }
   PortCounters &counters(uint16_t port_id) { return counters_.at(port_id); }
 
-  std::shared_ptr<Controller> create_controller(Subsystem &s, PortState &p, const std::string &hostnqn,
-                                                const std::array<uint8_t, 16> &hostid, uint32_t kato_ms);
-  std::shared_ptr<Controller> find_controller(Subsystem &s, uint16_t cntlid);
-  void remove_controller(Controller &c);
+  std::shared_ptr<TargetController> create_controller(Subsystem &s, PortState &p, const std::string &hostnqn,
+                                                      const std::array<uint8_t, 16> &hostid, uint32_t kato_ms);
+  std::shared_ptr<TargetController> find_controller(Subsystem &s, uint16_t cntlid);
+  void remove_controller(TargetController &c);
   // Change an ANA group's state on a port and queue an ANA change notice for
   // every controller on that port; `wake` nudges the reactors to deliver.
   void set_ana(uint16_t port_id, uint32_t grp, AnaState st);
@@ -118,7 +119,7 @@ private:
   std::vector<std::unique_ptr<PortState>> ports_;
   std::map<uint16_t, PortCounters> counters_;
   std::mutex mu_;
-  std::map<std::pair<const Subsystem *, uint16_t>, std::weak_ptr<Controller>> controllers_;
+  std::map<std::pair<const Subsystem *, uint16_t>, std::weak_ptr<TargetController>> controllers_;
   uint16_t next_cntlid_ = 1;
   std::function<void()> wake_;
 };

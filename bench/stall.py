@@ -1,0 +1,108 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""bench/run stall: how often an MPTCP run starts stalled. Issue 7's notes
+saw the first 0.5-2 s of about a third of 4-path MPTCP read runs carry almost
+nothing. This counts it: N runs (40) of the seed workload (128 KiB random
+reads, 4 jobs x QD256, 4 s, no ramp) over MPTCP with NVMe multipath
+round-robin on 4 x 1 Gbit paths, under cubic with the selftest's endpoints,
+a fresh target connection each run; a run is stalled when its first second
+moves less than half the line rate. Each run also records the kernel's
+MPTCP and TCP counters (nstat, both namespaces) that the candidate causes
+move: MPTCP-level retransmissions, joins, out-of-order and pruned data, so
+stalled and clean runs can be set side by side.
+
+--variants adds conditions (one MPTCP connection for all paths, without and
+with the engine's mptcp_join_wait=1000; the lab's older endpoint setup);
+--case TEXT keeps only the cases whose name contains TEXT."""
+import json
+import os
+import subprocess
+
+import common
+import seed000
+
+COUNTERS = ("MPTcpExtMPTCPRetrans", "MPTcpExtMPJoinSynRx", "MPTcpExtMPJoinAckRx", "MPTcpExtMPJoinSynAckRx",
+            "MPTcpExtOFOQueue", "MPTcpExtOFOMerge", "MPTcpExtDuplicateData", "MPTcpExtRcvPruned", "MPTcpExtSubflowStale",
+            "MPTcpExtSubflowRecover", "MPTcpExtRcvWndShared", "MPTcpExtRcvWndConflict", "TcpExtTCPOFOQueue",
+            "TcpExtPruneCalled", "TcpExtTCPRcvQDrop", "TcpRetransSegs", "TcpExtTCPLostRetransmit")
+
+
+def nstat(lab, side):
+    """The namespace's counters since the last call (nstat keeps its own history per namespace)."""
+    # nstat's history file is per user, not per namespace: one per side.
+    env = dict(os.environ, NSTAT_HISTORY=f"/tmp/mpnvme-nstat-{lab}-{side}")
+    r = subprocess.run([str(common.LAB), "-n", lab, "exec", side, "nstat", "-z", "--json"], capture_output=True, text=True,
+                       env=env)
+    if r.returncode:
+        common.die(f"nstat in {side}: {r.stderr.strip()}")
+    data = json.loads(r.stdout)
+    flat = {}
+    for group in data.values():
+        flat.update(group)
+    return {k: flat.get(k, 0) for k in COUNTERS}
+
+
+def one(lab, tag, traddr_paths, seconds, extra=()):
+    """First-second and whole-run MiB/s of one run, with the counters it moved."""
+    bwlog = lab.work / f"{tag}-bw"
+    out = lab.work / f"{tag}.json"
+    for side in ("host", "target"):
+        nstat(lab.name, side)  # reset the history: the next read is this run's
+    common.run_fio([*common.lab_fio(lab.name), f"--write_bw_log={bwlog}", "--log_avg_msec=250", "--name=stall",
+                    f"--ioengine=external:{common.ENGINE}", f"--traddr={common.lab_paths(traddr_paths)}",
+                    f"--subnqn={seed000.NQN}", "--transport=mptcp", "--iopolicy=round-robin", "--rw=randread", "--bs=128k",
+                    "--numjobs=4", "--iodepth=256", "--thread=1", "--group_reporting=1", "--time_based=1",
+                    f"--runtime={seconds}", "--size=2g", "--output-format=json", f"--output={out}", *extra], tag)
+    counters = {side: nstat(lab.name, side) for side in ("host", "target")}
+    per_quarter = {}
+    for f in lab.work.glob(f"{tag}-bw_bw.*.log"):
+        for line in f.read_text().splitlines():
+            t_ms, kib_s = (int(x.strip()) for x in line.split(",")[:2])
+            q = (t_ms + 125) // 250
+            per_quarter[q] = per_quarter.get(q, 0) + kib_s / 1024
+    first = sum(per_quarter.get(q, 0) for q in range(1, 5)) / 4
+    return {"first_s_mib_s": first, "quarters": [per_quarter.get(q, 0) for q in range(1, 4 * seconds + 1)],
+            "counters": counters}
+
+
+def run(runs, work, variants=False, seconds=4, only=""):
+    res = {"runs": runs, "seconds": seconds, "conditions": []}
+    cases = [("round-robin, one connection per path, endpoints all", 4, "all", ())]
+    if variants:
+        cases += [("one MPTCP connection, endpoints all", 1, "all", ()),
+                  ("one MPTCP connection, endpoints all, mptcp_join_wait=1000", 1, "all", ("--mptcp_join_wait=1000",)),
+                  ("round-robin, endpoints others", 4, "others", ())]
+    if only:
+        cases = [c for c in cases if only in c[0]]
+    for name, traddr_paths, endpoints, extra in cases:
+        lab = seed000.Lab(f"s{os.getpid()}{endpoints[:3]}{traddr_paths}", [1000] * 4, work, endpoints=endpoints)
+        try:
+            line = lab.line_mib_s()
+            tag = f"stall-{endpoints}-{traddr_paths}{'-wait' if extra else ''}"
+            rows = [one(lab, f"{tag}-{i}", traddr_paths, seconds, extra) for i in range(runs)]
+        finally:
+            lab.close()
+        stalled = [r for r in rows if r["first_s_mib_s"] < line / 2]
+        print(f"  {name}: {len(stalled)} of {runs} runs below half the line in their first second", flush=True)
+        res["conditions"].append({"case": name, "line_mib_s": line, "stalled": len(stalled), "runs": rows,
+                                  **lab.context})
+    return res
+
+
+def report(res):
+    lines = ["## MPTCP start-up stalls", "",
+             f"{res['runs']} runs of {res['seconds']} s each (128 KiB random reads, 4 jobs x QD256, MPTCP, 4 x 1 Gbit, "
+             "cubic); stalled: the first second below half the line rate. Counters: sums over the stalled and the clean "
+             "runs (nstat, host and target namespaces).", "",
+             "| case | stalled | first second MiB/s median (min..max) | MPTCP retrans (target) stalled / clean |",
+             "|---|---|---|---|"]
+    for c in res["conditions"]:
+        firsts = common.median_spread([r["first_s_mib_s"] for r in c["runs"]])
+        half = c["line_mib_s"] / 2
+        st = [r for r in c["runs"] if r["first_s_mib_s"] < half]
+        ok = [r for r in c["runs"] if r["first_s_mib_s"] >= half]
+
+        def retrans(rows):
+            return sum(r["counters"]["target"]["MPTcpExtMPTCPRetrans"] for r in rows)
+        lines.append(f"| {c['case']} | {c['stalled']} of {len(c['runs'])} | {common.spread_text(firsts)} | "
+                     f"{retrans(st)} / {retrans(ok)} |")
+    return "\n".join(lines) + "\n"
