@@ -229,11 +229,12 @@ def start_control_sink(name, paths, log):
     return proc
 
 
-def control_stream(name, paths, transport, read, ramp, seconds):
-    """The raw-transport control of a cell: one connection per engine path
-    (`paths`: how many traddr paths), the same direction, ramp and time, from
-    the host namespace on FIO_CPU. mpnvme-floor's JSON."""
-    connect = ",".join(f"10.1.{p}.1:{CONTROL_PORT}" for p in range(1, paths + 1))
+def control_stream(name, paths, transport, read, ramp, seconds, per_path=1):
+    """The raw-transport control of a cell: `per_path` connections (the
+    engine's jobs: one I/O queue each) to each of the first `paths` paths,
+    the same direction, ramp and time, from the host namespace on FIO_CPU.
+    mpnvme-floor's JSON."""
+    connect = ",".join(f"10.1.{p}.1:{CONTROL_PORT}" for p in range(1, paths + 1) for _ in range(per_path))
     r = subprocess.run([str(LAB), "-n", name, "exec", "host", "taskset", "-c", str(FIO_CPU), str(FLOOR), "stream",
                         "--connect", connect, "--transport", transport, "--direction", "read" if read else "write",
                         "--ramp", str(ramp), "--seconds", str(seconds)], capture_output=True, text=True)

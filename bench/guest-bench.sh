@@ -50,7 +50,7 @@ result() {
 }
 
 up() { # CONDITION: the lab and mpnvme-target --job serving every path
-  local cond=$1 args=(--paths "$PATHS" --rate "${RATE_MBIT}mbit" --cc cubic)
+  local cond=$1 args=(--paths "$PATHS" --rate "${RATE_MBIT}mbit" --cc cubic --endpoints all)
   [[ $cond == lossy ]] && args+=(--delay "$DELAY_MS" --loss "$LOSS_PCT")
   local out
   out=$($LAB up "${args[@]}" 2>&1) || { say "lab-failed $cond: $(tr '\n' ' ' <<<"$out")"; return 1; }

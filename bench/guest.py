@@ -72,7 +72,7 @@ def asan_runtime():
     return m.group(1) if m else ""
 
 
-def run(full, runs, work, smoke=False):
+def run(full, runs, work, smoke=False, kernel="6.12"):
     """smoke: the lossy condition only, 2 paths, the engine's and the
     kernel's TCP round-robin reads, 2 s runs: the functional check make
     check runs (each controller's set-up costs about ten 250 ms round trips
@@ -92,7 +92,7 @@ def run(full, runs, work, smoke=False):
             for rw in rws:
                 for i in range(runs):
                     plan.append(f"{cond} {side} {transport} {pol} {rw} {cond}-{side}-{transport}-{pol}-{rw}-{i}")
-    gdir = work / "guest"
+    gdir = work / f"guest-{re.sub(r'[^A-Za-z0-9.]', '_', kernel)}"
     gdir.mkdir()
     (gdir / "plan").write_text("\n".join(plan) + "\n")
     (gdir / "params").write_text(f"PATHS={paths} RATE_MBIT={RATE_MBIT} DELAY_MS={DELAY_MS} LOSS_PCT={LOSS_PCT} RUNTIME={runtime} RAMP={ramp} "
@@ -103,12 +103,14 @@ def run(full, runs, work, smoke=False):
     binaries = guest_binaries()
     state = gdir / "lab"
     netns = f"mpnvme-bench{os.getpid()}"
+    # MPNVME_LAB_KERNEL: 6.12, latest (Debian unstable's cloud kernel) or a
+    # directory with a kernel the user built.
     env = dict(os.environ, MPNVME_LAB_BINARIES=" ".join(binaries), MPNVME_LAB_FILES=" ".join(map(str, files)),
-               MPNVME_LAB_MEM="1536", MPNVME_LAB_TIMEOUT="300")
+               MPNVME_LAB_MEM="1536", MPNVME_LAB_TIMEOUT="300", MPNVME_LAB_KERNEL=kernel)
     # The kernel package is fetched (once) from this machine's network;
     # then the guest's user-mode network stays in a namespace of its own:
     # nothing it does reaches this machine's network.
-    r = subprocess.run([str(LABSH), "prepare"], capture_output=True, text=True)
+    r = subprocess.run([str(LABSH), "prepare"], capture_output=True, text=True, env=env)
     if r.returncode:
         common.die(f"the kernel lab could not be prepared: {r.stderr.strip()[-1500:]}")
     subprocess.run(["ip", "netns", "add", netns], check=True)
@@ -139,7 +141,9 @@ def run(full, runs, work, smoke=False):
     finally:
         subprocess.run(["ip", "netns", "exec", netns, str(LABSH), "stop", str(state)], capture_output=True)
         subprocess.run(["ip", "netns", "del", netns], capture_output=True)
-    return parse(text, paths, conditions, chosen, rws, runs, runtime, ramp, boot_s, time.monotonic() - started)
+    res = parse(text, paths, conditions, chosen, rws, runs, runtime, ramp, boot_s, time.monotonic() - started)
+    res["kernel_asked"] = kernel
+    return res
 
 
 def parse(text, paths, conditions, chosen, rws, runs, runtime, ramp, boot_s, total_s):
@@ -258,3 +262,28 @@ def guest_kernel(res):
         if n.startswith("kernel "):
             return n.split()[1]
     return "?"
+
+
+def compare_kernels(results):
+    """The same guest cells on each kernel asked for, side by side: read and
+    write MiB/s (ratio to line) per cell, and the change from the first."""
+    first = results[0]
+    kernels = [guest_kernel(r) for r in results]
+    lines = ["## The guest cells on each kernel", "",
+             f"The same plan on {', '.join(kernels)} (first: {kernels[0]}); MiB/s (ratio to line), and the ratio of each "
+             "later kernel's median to the first's.", "",
+             "| condition | side | transport | iopolicy | direction | " + " | ".join(kernels) + " | " +
+             " | ".join(f"{k} / {kernels[0]}" for k in kernels[1:]) + " |",
+             "|" + "---|" * (5 + 2 * len(kernels) - 1)]
+    line = first["line_mib_s"]
+    for i, cell in enumerate(first["cells"]):
+        for rw in ("randread", "randwrite"):
+            ds = [r["cells"][i][rw] for r in results]
+            if all(d["mib_s"] is None for d in ds):
+                continue
+            vals = [fmt(d, line) for d in ds]
+            base = ds[0]["mib_s"]["median"] if ds[0]["mib_s"] else None
+            ratios = [f"{d['mib_s']['median'] / base:.2f}" if base and d["mib_s"] else "-" for d in ds[1:]]
+            lines.append(f"| {cell['condition']} | {cell['side']} | {cell['transport']} | {cell['iopolicy']} | {rw[4:]} | "
+                         + " | ".join(vals) + " | " + " | ".join(ratios) + " |")
+    return "\n".join(lines) + "\n"

@@ -38,6 +38,7 @@ PUBLISHED = {  # MiB/s (read, write), from the selftest's commit message
 }
 POLICIES = ("numa", "round-robin", "queue-depth", "service-time")
 HEADLINE_RUNS = 3
+JOBS = 4  # numjobs of the seed workload: each job has its own I/O queue (connection) on each path
 NQN = "nqn.2026-11.io.mpnvme:seed000"
 
 
@@ -45,7 +46,7 @@ def mbit_to_mib_s(mbit):
     return mbit * 1e6 / 8 / 1048576
 
 
-class Lab:
+class MatrixLab:
     """A private mpnvme-lab topology with mpnvme-target serving every path."""
 
     def __init__(self, name, rates, work, loss=0.0, delay_ms=0, iodepth=256, cc=common.DEFAULT_CC,
@@ -84,7 +85,7 @@ class Lab:
         out, bwlog, stats = self.work / f"{tag}.json", self.work / f"{tag}-bw", self.work / f"{tag}-paths.jsonl"
         cmd = [*common.lab_fio(self.name), f"--write_bw_log={bwlog}", f"--log_avg_msec={common.STEADY_LOG_MS}", "--name=seed", f"--ioengine=external:{common.ENGINE}", f"--traddr={common.lab_paths(paths or self.paths)}",
                f"--subnqn={NQN}", f"--transport={transport}", f"--iopolicy={iopolicy}", f"--rw={rw}", "--bs=128k",
-               "--numjobs=4", f"--iodepth={self.iodepth}", "--thread=1", "--group_reporting=1", "--time_based=1",
+               f"--numjobs={JOBS}", f"--iodepth={self.iodepth}", "--thread=1", "--group_reporting=1", "--time_based=1",
                f"--runtime={runtime}", f"--ramp_time={ramp}", "--size=2g", "--output-format=json",
                f"--output={out}", f"--path_stats={stats}", *extra]
         sampler = common.CpuSampler(self.target.pid)
@@ -105,8 +106,10 @@ class Lab:
                 per_path, common.path_subflows(stats))
 
     def control(self, transport, rw, runtime, ramp, paths=None):
-        """The raw control beside an engine run (mpnvme-floor stream)."""
-        return common.control_stream(self.name, paths or self.paths, transport, rw == "randread", ramp, runtime)
+        """The raw control beside an engine run (mpnvme-floor stream): as many
+        connections on each path as the engine has there, one per job."""
+        return common.control_stream(self.name, paths or self.paths, transport, rw == "randread", ramp, runtime,
+                                     per_path=JOBS)
 
     def close(self):
         common.stop(self.target)
@@ -188,7 +191,7 @@ def matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, polici
     for condition, loss, delay in (("lossless", 0, 0), ("lossy", 0.5, lossy_delay)):
         # smoke: QD16, so that what is in flight (4 x 256 x 128 KiB would be
         # 2.7 s of the 2 x 200 Mbit line) does not dominate a 2 s run.
-        lab = Lab(f"{name}{condition[:4]}", [rate] * npaths, work, loss=loss, delay_ms=delay, iodepth=16 if smoke else 256,
+        lab = MatrixLab(f"{name}{condition[:4]}", [rate] * npaths, work, loss=loss, delay_ms=delay, iodepth=16 if smoke else 256,
                   cc=cc)
         try:
             for transport in ("tcp", "mptcp"):
@@ -222,7 +225,7 @@ def run(full, runs, work, smoke=False):
         matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, policies, lossy_delay)
     if smoke:
         return res
-    lab = Lab(f"b{os.getpid()}uneq", [1000, 100], work)
+    lab = MatrixLab(f"b{os.getpid()}uneq", [1000, 100], work)
     try:
         for transport, pol in (("tcp", "round-robin"), ("tcp", "queue-depth"), ("tcp", "service-time"),
                                ("mptcp", "round-robin"), ("mptcp", "service-time")):
@@ -277,7 +280,8 @@ def report(res, runs, plots):
              "Published: the selftest's commit message (kernel host and nvmet, 4 x 1 Gbit veth, round-robin, cubic, "
              "5 ms + 0.5 %). Cells: MiB/s (ratio to line rate), from fio's bandwidth log after its first "
              f"{common.STEADY_LOG_MS} ms (bytes over time); fio's own figure (in results.json) also counts the commands in "
-             "flight when the time is up. Raw: the same connections (one per path, or one), direction, ramp and time with "
+             "flight when the time is up. Raw: the same connections (one per job on each path the engine used: all, or "
+             "path 1 for numa and the one-connection case), direction, ramp and time with "
              "nothing but sockets (mpnvme-floor stream against mpnvme-floor sink in the same lab), run after each engine "
              f"run; an engine below {common.ENGINE_GAP} of it is an engine gap, above it the control is no ceiling. "
              "Subflows: per connection (path) at the end of the last run (MPTCP_INFO), 0 for "

@@ -38,7 +38,7 @@ CONDITIONS = ("idle", "contended", "classes", "separate")
 PERCENTILES = (("p50", "50.000000"), ("p99", "99.000000"), ("p99.9", "99.900000"))
 
 
-class Lab:
+class ClassesLab:
     """Two paths of RATE_MBIT with --classes MATCH; mpnvme-target on both."""
 
     def __init__(self, name, match, work):
@@ -104,7 +104,7 @@ def run(full, runs, work, smoke=False):
     res = {"rate_mbit": RATE_MBIT, "runtime_s": runtime, "cells": []}
     name = f"p{os.getpid()}"
     for match in ("priority:6", "dscp:ef"):
-        lab = Lab(f"{name}{match[0]}", match, work)
+        lab = ClassesLab(f"{name}{match[0]}", match, work)
         try:
             for transport in transports:
                 lab.serve(transport)

@@ -74,7 +74,7 @@ def run(runs, work, variants=False, seconds=4, only=""):
     if only:
         cases = [c for c in cases if only in c[0]]
     for name, traddr_paths, endpoints, extra in cases:
-        lab = seed000.Lab(f"s{os.getpid()}{endpoints[:3]}{traddr_paths}", [1000] * 4, work, endpoints=endpoints)
+        lab = seed000.MatrixLab(f"s{os.getpid()}{endpoints[:3]}{traddr_paths}", [1000] * 4, work, endpoints=endpoints)
         try:
             line = lab.line_mib_s()
             tag = f"stall-{endpoints}-{traddr_paths}{'-wait' if extra else ''}"

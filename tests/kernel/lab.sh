@@ -10,7 +10,11 @@
 #                                       guest port 4420 is forwarded to a free
 #                                       127.0.0.1 port written to STATEDIR/port
 #   lab.sh stop STATEDIR                power off and clean up
-# Environment: MPNVME_LAB_KERNEL=6.12 (default) or 6.1; MPNVME_LAB_MEM (MiB);
+# Environment: MPNVME_LAB_KERNEL=6.12 (default), 6.1, latest (Debian's newest
+#   cloud kernel, from the unstable suite through a private apt source
+#   list: the machine's apt sources are not touched) or a directory with a
+#   kernel a user built (vmlinuz and lib/modules/VERSION, as `make
+#   modules_install INSTALL_MOD_PATH=DIR` leaves them); MPNVME_LAB_MEM (MiB);
 #   MPNVME_LAB_BINARIES="PATH..."  programs copied to /usr/local/bin in the
 #                                  guest, with their libraries
 #   MPNVME_LAB_FILES="PATH..."     files copied to /files/ in the guest
@@ -23,10 +27,20 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cache="$root/.deps/kernel"
 series=${MPNVME_LAB_KERNEL:-6.12}
+apt_opts=()
 case "$series" in
   6.12) meta=linux-image-6.12-cloud-amd64 ;;
   6.1) meta=linux-image-cloud-amd64 ;;
-  *) echo "lab: MPNVME_LAB_KERNEL=$series: accepted 6.12, 6.1" >&2; exit 2 ;;
+  latest)
+    meta=linux-image-cloud-amd64
+    # Unstable's package lists in a private apt state under the cache.
+    sid="$cache/apt-unstable"
+    apt_opts=(-o "Dir::Etc::SourceList=$sid/sources.list" -o Dir::Etc::SourceParts=/dev/null
+      -o "Dir::State::Lists=$sid/lists" -o "Dir::Cache=$sid/cache" -o "Dir::State::status=$sid/status") ;;
+  /*) [[ -f $series/vmlinuz && -d $series/lib/modules ]] ||
+        { echo "lab: MPNVME_LAB_KERNEL=$series: needs vmlinuz and lib/modules/VERSION in that directory" >&2; exit 2; }
+      meta="" ;;
+  *) echo "lab: MPNVME_LAB_KERNEL=$series: accepted 6.12, 6.1, latest or a directory (absolute path)" >&2; exit 2 ;;
 esac
 # The NVMe drivers, a RAM disk, the network card, and what mpnvme-lab needs
 # inside the guest (bench/guest.py): veth, the qdiscs and nftables.
@@ -36,11 +50,26 @@ modules=(configfs nvmet nvmet-tcp nvme-tcp nvme-fabrics brd loop virtio_pci virt
 die() { echo "lab: $*" >&2; exit 1; }
 source "$here/guest-common.sh"
 
+# The private apt state for `latest`, updated at most once a day.
+unstable_lists() {
+  mkdir -p "$sid/lists/partial" "$sid/cache/archives/partial"
+  [[ -f $sid/status ]] || : >"$sid/status"
+  echo "deb http://deb.debian.org/debian unstable main" >"$sid/sources.list"
+  if [[ -z $(find "$sid/lists" -name '*unstable*Packages*' -mtime -1 2>/dev/null) ]]; then
+    apt-get "${apt_opts[@]}" update -qq >/dev/null 2>&1 || die "apt-get update of the unstable suite (private list) failed"
+  fi
+}
+
 kernel_dir() {
   local pkg
-  resolve() { apt-cache depends "$meta" 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[^ ]*\)$/\1/p' | head -1; }
+  if [[ -z $meta ]]; then # a kernel the user built
+    echo "$cache/custom-$(echo "$series" | md5sum | cut -c1-12)"
+    return
+  fi
+  [[ $series == latest ]] && unstable_lists
+  resolve() { apt-cache "${apt_opts[@]}" depends "$meta" 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[^ ]*\)$/\1/p' | head -1; }
   pkg=$(resolve)
-  if [[ -z "$pkg" && $(id -u) == 0 ]]; then apt-get update -qq >/dev/null 2>&1 || true; pkg=$(resolve); fi
+  if [[ -z "$pkg" && $(id -u) == 0 && $series != latest ]]; then apt-get update -qq >/dev/null 2>&1 || true; pkg=$(resolve); fi
   [[ -n "$pkg" ]] || die "cannot resolve $meta to a kernel package (apt-get update as root)"
   echo "$cache/$pkg"
 }
@@ -53,11 +82,26 @@ prepare() {
   [[ -f "$kd/ready" && $(cat "$kd/ready") == "$want" ]] && { echo "$kd"; return; }
   if [[ ! -f "$kd/extracted" ]]; then
     rm -rf "$kd"; mkdir -p "$kd/deb"
-    (cd "$kd/deb" && apt-get download -q "$(basename "$kd")" >/dev/null 2>&1) || die "apt-get download $(basename "$kd") failed"
-    dpkg-deb -x "$kd"/deb/*.deb "$kd/root"
+    if [[ -z $meta ]]; then
+      mkdir -p "$kd/root/boot" "$kd/root/lib"
+      cp -a "$series/lib/modules" "$kd/root/lib/"
+      cp "$series/vmlinuz" "$kd/root/boot/vmlinuz-custom"
+    else
+      (cd "$kd/deb" && apt-get "${apt_opts[@]}" download -q "$(basename "$kd")" >/dev/null 2>&1) ||
+        die "apt-get download $(basename "$kd") failed"
+      dpkg-deb -x "$kd"/deb/*.deb "$kd/root"
+    fi
     rm -rf "$kd/deb"
+    # Merged-/usr kernels (trixie and later) ship their modules under /usr.
+    if [[ -d $kd/root/usr/lib/modules && ! -d $kd/root/lib/modules ]]; then
+      mkdir -p "$kd/root/lib" && mv "$kd/root/usr/lib/modules" "$kd/root/lib/modules"
+    fi
     local v; v=$(ls "$kd/root/lib/modules")
     find "$kd/root/lib/modules/$v" -name '*.ko.xz' -exec xz -d {} +
+    if [[ -n $(find "$kd/root/lib/modules/$v" -name '*.ko.zst' -print -quit) ]]; then
+      command -v zstd >/dev/null || die "the kernel's modules are zstd-compressed: apt-get install zstd"
+      find "$kd/root/lib/modules/$v" -name '*.ko.zst' -exec zstd -q -d --rm {} +
+    fi
     depmod -b "$kd/root" "$v"
     cp "$kd"/root/boot/vmlinuz-* "$kd/vmlinuz"
     touch "$kd/extracted"
