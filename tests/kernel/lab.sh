@@ -87,9 +87,17 @@ prepare() {
       cp -a "$series/lib/modules" "$kd/root/lib/"
       cp "$series/vmlinuz" "$kd/root/boot/vmlinuz-custom"
     else
-      (cd "$kd/deb" && apt-get "${apt_opts[@]}" download -q "$(basename "$kd")" >/dev/null 2>&1) ||
-        die "apt-get download $(basename "$kd") failed"
-      dpkg-deb -x "$kd"/deb/*.deb "$kd/root"
+      # Newer kernels (7.x) split the image package: the kernel binary, its
+      # modules and base files are packages of their own.
+      local pkg=$(basename "$kd") part pkgs=()
+      pkgs=("$pkg")
+      for part in binary modules base; do
+        apt-cache "${apt_opts[@]}" show "linux-$part-${pkg#linux-image-}" >/dev/null 2>&1 && pkgs+=("linux-$part-${pkg#linux-image-}")
+      done
+      (cd "$kd/deb" && apt-get "${apt_opts[@]}" download -q "${pkgs[@]}" >/dev/null 2>&1) ||
+        die "apt-get download ${pkgs[*]} failed"
+      local deb
+      for deb in "$kd"/deb/*.deb; do dpkg-deb -x "$deb" "$kd/root"; done
     fi
     rm -rf "$kd/deb"
     # Merged-/usr kernels (trixie and later) ship their modules under /usr.
@@ -103,7 +111,12 @@ prepare() {
       find "$kd/root/lib/modules/$v" -name '*.ko.zst' -exec zstd -q -d --rm {} +
     fi
     depmod -b "$kd/root" "$v"
-    cp "$kd"/root/boot/vmlinuz-* "$kd/vmlinuz"
+    # /boot/vmlinuz-VERSION, or (7.x packages) beside the modules.
+    if compgen -G "$kd/root/boot/vmlinuz-*" >/dev/null; then
+      cp "$kd"/root/boot/vmlinuz-* "$kd/vmlinuz"
+    else
+      cp "$kd/root/lib/modules/$v/vmlinuz" "$kd/vmlinuz" || die "no kernel image in $(basename "$kd")"
+    fi
     touch "$kd/extracted"
   fi
   local ver; ver=$(ls "$kd/root/lib/modules")
