@@ -151,12 +151,13 @@ def fio_window(result, ddir):
     return end - result["jobs"][0][ddir]["runtime"] / 1000, end
 
 
-def wait_ready(log, proc, seconds=10):
-    """Until mpnvme-target says ready; dies with its log if it exits or takes too long."""
+def wait_ready(log, proc, seconds=10, line="mpnvme-target: ready", what="mpnvme-target"):
+    """Until the program writing `log` prints its ready line; dies with its
+    log if it exits or takes too long."""
     deadline = time.time() + seconds
-    while "mpnvme-target: ready" not in log.read_text():
+    while line not in log.read_text():
         if proc.poll() is not None or time.time() > deadline:
-            die(f"mpnvme-target did not start: {log.read_text()}")
+            die(f"{what} did not start: {log.read_text()}")
         time.sleep(0.05)
 
 
@@ -218,14 +219,10 @@ def start_control_sink(name, paths, log):
     listening on every path (MPTCP: plain TCP clients fall back, as against
     the target); returns the process once it is ready."""
     listen = ",".join(f"10.1.{p}.1:{CONTROL_PORT}" for p in range(1, paths + 1))
-    out = open(log, "w")
-    proc = subprocess.Popen([str(LAB), "-n", name, "exec", "target", "taskset", "-c", str(TARGET_CPU), str(FLOOR), "sink",
-                             "--listen", listen, "--transport", "mptcp"], stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.time() + 10
-    while "sink ready" not in log.read_text():
-        if proc.poll() is not None or time.time() > deadline:
-            die(f"mpnvme-floor sink did not start: {log.read_text()}")
-        time.sleep(0.05)
+    with open(log, "w") as out:
+        proc = subprocess.Popen([str(LAB), "-n", name, "exec", "target", "taskset", "-c", str(TARGET_CPU), str(FLOOR), "sink",
+                                 "--listen", listen, "--transport", "mptcp"], stdout=out, stderr=subprocess.STDOUT)
+    wait_ready(log, proc, line="mpnvme-floor: sink ready", what="mpnvme-floor sink")
     return proc
 
 
@@ -278,6 +275,19 @@ def log_rate(paths):
         moved = sum(rate[i] * (t[i] - t[i - 1]) / 1000 for i in range(1, len(t)))
         total += moved / ((t[-1] - t[0]) / 1000)
     return total
+
+
+def log_buckets(paths, width_ms):
+    """MiB/s of fio bandwidth logs (KiB/s rows) summed over the jobs, per
+    interval of `width_ms` (a row goes to the interval its time is nearest
+    the end of): {interval number: MiB/s}."""
+    buckets = {}
+    for p in paths:
+        for line in p.read_text().splitlines():
+            t_ms, kib_s = (int(x.strip()) for x in line.split(",")[:2])
+            k = (t_ms + width_ms // 2) // width_ms
+            buckets[k] = buckets.get(k, 0) + kib_s / 1024
+    return buckets
 
 
 def median_spread(values):

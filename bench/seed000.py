@@ -172,12 +172,7 @@ def path_cut(lab, tag, transport, iopolicy, seconds, paths=None):
     _, err = fio.communicate()
     if fio.returncode:
         common.die(f"fio failed ({tag}): {err[-2000:]}")
-    per_second = {}
-    for f in lab.work.glob(f"{tag}-bw_bw.*.log"):
-        for line in f.read_text().splitlines():
-            t_ms, kib_s = (int(x.strip()) for x in line.split(",")[:2])
-            sec = round(t_ms / 1000)
-            per_second[sec] = per_second.get(sec, 0) + kib_s / 1024
+    per_second = common.log_buckets(lab.work.glob(f"{tag}-bw_bw.*.log"), 1000)
     series = [per_second.get(s, 0.0) for s in range(1, max(per_second or [0]) + 1)]
     print(f"  {tag}: MiB/s per second {' '.join(f'{v:.0f}' for v in series)}", flush=True)
     return {"transport": transport, "iopolicy": iopolicy, "mib_s_per_second": series, "cut_at_s": seconds / 3,

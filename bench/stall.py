@@ -53,12 +53,7 @@ def one(lab, tag, traddr_paths, seconds, extra=()):
                     "--numjobs=4", "--iodepth=256", "--thread=1", "--group_reporting=1", "--time_based=1",
                     f"--runtime={seconds}", "--size=2g", "--output-format=json", f"--output={out}", *extra], tag)
     counters = {side: nstat(lab.name, side) for side in ("host", "target")}
-    per_quarter = {}
-    for f in lab.work.glob(f"{tag}-bw_bw.*.log"):
-        for line in f.read_text().splitlines():
-            t_ms, kib_s = (int(x.strip()) for x in line.split(",")[:2])
-            q = (t_ms + 125) // 250
-            per_quarter[q] = per_quarter.get(q, 0) + kib_s / 1024
+    per_quarter = common.log_buckets(lab.work.glob(f"{tag}-bw_bw.*.log"), 250)
     first = sum(per_quarter.get(q, 0) for q in range(1, 5)) / 4
     return {"first_s_mib_s": first, "quarters": [per_quarter.get(q, 0) for q in range(1, 4 * seconds + 1)],
             "counters": counters}

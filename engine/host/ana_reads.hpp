@@ -56,7 +56,6 @@ public:
   // The association went away: an outstanding read will never answer (the
   // reconnect's read_now covers what it would have).
   void reset() { outstanding_ = false; }
-  bool outstanding() const { return outstanding_; }
 
 private:
   std::atomic<uint64_t> tickets_{0};   // numbers handed out

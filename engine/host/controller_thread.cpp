@@ -304,9 +304,8 @@ void HostController::retry_io() {
       std::lock_guard lk(mu_);
       attached = a && std::find(attachments_.begin(), attachments_.end(), a) != attachments_.end();
     }
-    if (attached) prepare_io_or_retry(a);
+    if (attached) prepare_io_or_retry(a); // sets the next retry time when it fails again
   }
-  if (!io_retry_.empty()) io_retry_at_ = Clock::now() + cfg_.recovery.reconnect_delay;
 }
 
 } // namespace mpnvme::host

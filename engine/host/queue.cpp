@@ -6,9 +6,7 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
-#include "../../lib/crc32c.hpp"
 #include "../../lib/log.hpp"
-#include "../../lib/wire.hpp"
 
 namespace mpnvme::host {
 namespace {

@@ -32,7 +32,9 @@ bool ControllerRecovery::failfast_expired(Clock::time_point now) const {
   return f && state() != CtrlState::Live && now - down_since() >= *f;
 }
 
-void ControllerRecovery::reset(Clock::time_point now, const std::string &why) {
+// The association is down since `now` because of `why`; the first
+// reconnect is due after reconnect_delay.
+void ControllerRecovery::went_down(Clock::time_point now, const std::string &why) {
   {
     std::lock_guard lk(mu_);
     reason_ = why;
@@ -40,6 +42,10 @@ void ControllerRecovery::reset(Clock::time_point now, const std::string &why) {
   }
   next_attempt_ = now + o_.reconnect_delay;
   attempts_ = 0;
+}
+
+void ControllerRecovery::reset(Clock::time_point now, const std::string &why) {
+  went_down(now, why);
   // The generation goes up with the state: a job that sees RESETTING also
   // sees that its connection is of the old generation.
   generation_.fetch_add(1, std::memory_order_acq_rel);
@@ -87,13 +93,6 @@ void ControllerRecovery::remove() {
   state_.store(CtrlState::Deleted, std::memory_order_release);
 }
 
-void ControllerRecovery::first_connect_failed(Clock::time_point now, const std::string &why) {
-  {
-    std::lock_guard lk(mu_);
-    reason_ = why;
-    down_since_ = now;
-  }
-  next_attempt_ = now + o_.reconnect_delay;
-}
+void ControllerRecovery::first_connect_failed(Clock::time_point now, const std::string &why) { went_down(now, why); }
 
 } // namespace mpnvme::host

@@ -74,6 +74,8 @@ public:
   void first_connect_failed(Clock::time_point now, const std::string &why);
 
 private:
+  void went_down(Clock::time_point now, const std::string &why);
+
   const RecoveryOptions o_;
   std::atomic<CtrlState> state_{CtrlState::Connecting};
   std::atomic<uint32_t> generation_{1};

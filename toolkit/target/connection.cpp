@@ -8,13 +8,9 @@
 #include <cstring>
 #include <fmt/format.h>
 
-#include "crc32c.hpp"
 #include "log.hpp"
-#include "wire.hpp"
 
 namespace mpnvme::target {
-namespace {} // namespace
-
 Connection::Connection(Registry &reg, ConnIo &io, int fd, PortState &port, std::string peer)
     : reg_(reg), io_(io), fd_(fd), port_(port), peer_(std::move(peer)), port_counters_(reg.counters(port.cfg.id)),
       inline_limit_(port.cfg.inline_data_size),
