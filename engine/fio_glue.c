@@ -2,8 +2,8 @@
 /*
  * fio-mpnvme: fio external ioengine, a user-space NVMe/TCP host over MPTCP.
  *
- * The only file that includes fio headers: the options table, the ioengine
- * ops and the fio version check. Everything else lives in the C++ host core
+ * The only file that includes fio headers: fio's option table (built from
+ * the engine's), the ioengine ops and the fio version check. Everything else lives in the C++ host core
  * behind mpnvme_engine.h.
  */
 #include <dlfcn.h>
@@ -19,289 +19,53 @@
 #error "MPNVME_FIO_VERSION must name the fio version whose headers are used"
 #endif
 
-#define OPT(field) offsetof(struct mpnvme_opts, field)
+/* fio's option table, built from the engine's (engine_option_table.h)
+ * when the engine is loaded. Every value is stored as the string given:
+ * the C++ parser converts and checks it, so a bad value gets the same
+ * message from fio, mpnvme-target --job and mpnvme-nvmet. */
+static struct fio_option options[MPNVME_OPTION_SLOTS + 1];
 
-/* Options with a fixed set of values: fio stores the string and only
- * advises its posval list, so each checks its value against that list
- * here, at parse time, before any job starts. */
-static int check_choice(const char *name, const char *value);
-static int check_transport(void *data, const char *v) { return check_choice("transport", v); }
-static int check_iopolicy(void *data, const char *v) { return check_choice("iopolicy", v); }
-static int check_log_level(void *data, const char *v) { return check_choice("log_level", v); }
-static int check_trim_mode(void *data, const char *v) { return check_choice("trim_mode", v); }
-static int check_poll(void *data, const char *v) { return check_choice("poll", v); }
+/* fio's parse-time callback knows only the value, not the option: one
+ * small function per table slot supplies the index. */
+static int check_option(unsigned int i, const char *value) {
+  char msg[512];
 
-static struct fio_option options[] = {
-    {.name = "traddr",
-     .lname = "Target address(es)",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(traddr),
-     .help = "Target address; comma-separated list of paths ADDR, ADDR:PORT or [IPV6]:PORT",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "trsvcid",
-     .lname = "Target port",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(trsvcid),
-     .def = "4420",
-     .help = "Target TCP port for paths that do not name one",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "transport",
-     .lname = "Transport",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(transport),
-     .def = "mptcp",
-     .help = "Socket protocol: mptcp (falls back to TCP against a plain TCP peer) or tcp",
-     .cb = check_transport,
-     .posval = {{.ival = "mptcp", .help = "Multipath TCP, TCP against a plain TCP peer"}, {.ival = "tcp", .help = "plain TCP"}},
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "subnqn",
-     .lname = "Subsystem NQN",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(subnqn),
-     .help = "NQN of the NVMe subsystem to connect to (required)",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "hostnqn",
-     .lname = "Host NQN",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(hostnqn),
-     .help = "Host NQN (default: /etc/nvme/hostnqn, else a generated uuid NQN)",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "hostid",
-     .lname = "Host ID",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(hostid),
-     .help = "Host ID UUID (default: /etc/nvme/hostid, else from the host NQN)",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "nsid",
-     .lname = "Namespace ID",
-     .type = FIO_OPT_INT,
-     .off1 = OPT(nsid),
-     .def = "1",
-     .help = "Namespace to run I/O against",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "host_traddr",
-     .lname = "Host source address",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(host_traddr),
-     .help = "Local address to bind the queue sockets to: one for all paths, or a comma-separated list aligned with traddr",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "host_iface",
-     .lname = "Host interface",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(host_iface),
-     .help = "Network interface to bind the queue sockets to (SO_BINDTODEVICE): one for all paths, or a list aligned with traddr",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "queue_size",
-     .lname = "I/O queue size",
-     .type = FIO_OPT_INT,
-     .off1 = OPT(queue_size),
-     .def = "0",
-     .help = "Entries of the I/O queue (2..1024); 0 = iodepth, bounded by the controller's MQES",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "kato",
-     .lname = "Keep alive timeout",
-     .type = FIO_OPT_INT,
-     .off1 = OPT(kato),
-     .def = "5",
-     .help = "Keep alive timeout in seconds (Keep Alive sent every kato/2; 0 disables)",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "hdr_digest",
-     .lname = "Header digest",
-     .type = FIO_OPT_BOOL,
-     .off1 = OPT(hdr_digest),
-     .def = "0",
-     .help = "Negotiate CRC32C header digests",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "data_digest",
-     .lname = "Data digest",
-     .type = FIO_OPT_BOOL,
-     .off1 = OPT(data_digest),
-     .def = "0",
-     .help = "Negotiate CRC32C data digests",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "sk_priority",
-     .lname = "Socket priority pairs",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(sk_priority),
-     .help = "SO_PRIORITY: a number for all queues, or SELECTOR:VALUE pairs (admin, io, N, N-M)",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "tos",
-     .lname = "TOS pairs",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(tos),
-     .help = "IP TOS / traffic class: a number for all queues, or SELECTOR:VALUE pairs (admin, io, N, N-M)",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "iopolicy",
-     .lname = "Multipath I/O policy",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(iopolicy),
-     .def = "numa",
-     .help = "Path selection across traddr paths: numa, round-robin, queue-depth, service-time",
-     .cb = check_iopolicy,
-     .posval = {{.ival = "numa", .help = "the nearest usable path"},
-                {.ival = "round-robin", .help = "paths in turn"},
-                {.ival = "queue-depth", .help = "fewest commands in flight"},
-                {.ival = "service-time", .help = "least bytes in flight per measured rate"}},
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "log_level",
-     .lname = "Log level",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(log_level),
-     .def = "warn",
-     .help = "Engine log level: trace, debug, info, warn, error, off",
-     .cb = check_log_level,
-     .posval = {{.ival = "trace", .help = ""},
-                {.ival = "debug", .help = ""},
-                {.ival = "info", .help = ""},
-                {.ival = "warn", .help = ""},
-                {.ival = "error", .help = ""},
-                {.ival = "off", .help = ""}},
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "trim_mode",
-     .lname = "Trim command",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(trim_mode),
-     .def = "dsm",
-     .help = "NVMe command for fio trims: dsm (Dataset Management deallocate) or write_zeroes",
-     .cb = check_trim_mode,
-     .posval = {{.ival = "dsm", .help = "Dataset Management, deallocate"}, {.ival = "write_zeroes", .help = "Write Zeroes"}},
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "disable_sqflow",
-     .lname = "Disable SQ flow control",
-     .type = FIO_OPT_BOOL,
-     .off1 = OPT(disable_sqflow),
-     .def = "1",
-     .help = "Ask the controller to disable SQ flow control (enables C2HData SUCCESS, one PDU less per read)",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "connect_timeout",
-     .lname = "Connect timeout",
-     .type = FIO_OPT_INT,
-     .off1 = OPT(connect_timeout),
-     .def = "10",
-     .help = "Seconds allowed for TCP connect and each admin command (1..600)",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "io_timeout",
-     .lname = "I/O timeout",
-     .type = FIO_OPT_INT,
-     .off1 = OPT(io_timeout),
-     .def = "30000",
-     .help = "Milliseconds a command may take before its path is declared failed and the command moves to another path",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "reconnect_delay",
-     .lname = "Reconnect delay",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(reconnect_delay),
-     .def = "10",
-     .help = "Seconds between reconnect attempts of a failed path (fractions allowed, e.g. 0.5)",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "ctrl_loss_tmo",
-     .lname = "Controller loss timeout",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(ctrl_loss_tmo),
-     .def = "600",
-     .help = "Seconds a failed path keeps reconnecting before it is given up; -1 reconnects forever",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "fast_io_fail_tmo",
-     .lname = "Fast I/O fail timeout",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(fast_io_fail_tmo),
-     .def = "off",
-     .help =
-         "Seconds after a path failed that I/O with no other usable path fails instead of waiting; off waits up to ctrl_loss_tmo",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "max_retries",
-     .lname = "Command retries",
-     .type = FIO_OPT_INT,
-     .off1 = OPT(max_retries),
-     .def = "5",
-     .help = "Times a command that failed without DNR and without a path error is retried (nvme_core.max_retries)",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "path_stats",
-     .lname = "Per-path statistics file",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(path_stats),
-     .help = "Append per-path statistics of each job as one JSON line to this file",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "fabrics_disconnect",
-     .lname = "Fabrics Disconnect",
-     .type = FIO_OPT_BOOL,
-     .off1 = OPT(fabrics_disconnect),
-     .def = "0",
-     .help = "Send the Fabrics Disconnect command on each I/O queue at the end (the Linux host just closes it)",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "poll",
-     .lname = "Completion polling",
-     .type = FIO_OPT_STR_STORE,
-     .off1 = OPT(poll),
-     .def = "hybrid",
-     .help = "How to wait for completions: block (sleep in epoll), busy (spin on the sockets, a core per job), hybrid (spin "
-             "about twice the recent completion time, then sleep)",
-     .cb = check_poll,
-     .posval = {{.ival = "hybrid", .help = "spin about twice the recent completion time, then sleep"},
-                {.ival = "block", .help = "sleep in epoll"},
-                {.ival = "busy", .help = "spin on the sockets, a core per job"}},
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "defer_send",
-     .lname = "Defer sends to getevents",
-     .type = FIO_OPT_BOOL,
-     .off1 = OPT(defer_send),
-     .def = "1",
-     .help = "Hold committed commands until fio next waits for completions and send them in one write, as polling hosts "
-             "do (issue time is stamped at the send); 0 sends at every commit",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = "mptcp_join_wait",
-     .lname = "Wait for MPTCP joins",
-     .type = FIO_OPT_INT,
-     .off1 = OPT(mptcp_join_wait),
-     .def = "0",
-     .help = "Milliseconds an I/O queue's MPTCP connection may wait, after connecting, for its subflows to settle (no "
-             "change for 20 ms) before I/O starts; 0 does not wait",
-     .category = FIO_OPT_C_ENGINE,
-     .group = FIO_OPT_G_INVALID},
-    {.name = NULL},
-};
-
-static int check_choice(const char *name, const char *value) {
-  for (const struct fio_option *o = options; o->name; o++) {
-    if (strcmp(o->name, name)) continue;
-    for (int i = 0; i < PARSE_MAX_VP && o->posval[i].ival; i++)
-      if (!strcmp(o->posval[i].ival, value)) return 0;
-    log_err("mpnvme: %s=%s: not one of", name, value);
-    for (int i = 0; i < PARSE_MAX_VP && o->posval[i].ival; i++)
-      log_err(" %s", o->posval[i].ival);
-    log_err("\n");
-    return 1;
-  }
+  if (!mpnvme_check_option(i, value, msg, sizeof(msg))) return 0;
+  log_err("mpnvme: %s\n", msg);
   return 1;
+}
+#define SLOTS(X)                                                                                                                 \
+  X(0)                                                                                                                           \
+  X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22)     \
+      X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32) X(33) X(34) X(35) X(36) X(37) X(38) X(39) X(40) X(41) X(42)    \
+          X(43) X(44) X(45) X(46) X(47)
+#define CHECK_SLOT(n)                                                                                                            \
+  static int check_slot_##n(void *data, const char *v) { return check_option(n, v); }
+SLOTS(CHECK_SLOT)
+#define CHECK_REF(n) check_slot_##n,
+static fio_opt_str_fn *const slot_checks[] = {SLOTS(CHECK_REF)};
+_Static_assert(sizeof(slot_checks) / sizeof(slot_checks[0]) == MPNVME_OPTION_SLOTS, "one check per option slot");
+
+static void __attribute__((constructor)) build_fio_options(void) {
+  const struct mpnvme_option_def *d;
+
+  for (unsigned int i = 0; (d = mpnvme_option_at(i)); i++) {
+    struct fio_option *o = &options[i];
+
+    o->name = d->name;
+    o->lname = d->lname;
+    o->type = FIO_OPT_STR_STORE;
+    o->off1 = offsetof(struct mpnvme_opts, value) + i * sizeof(char *);
+    o->def = d->def;
+    o->help = d->help;
+    o->cb = slot_checks[i];
+    for (int c = 0; c < PARSE_MAX_VP && c < MPNVME_OPTION_CHOICES && d->choices[c].value; c++) {
+      o->posval[c].ival = d->choices[c].value;
+      o->posval[c].help = d->choices[c].help;
+    }
+    o->category = FIO_OPT_C_ENGINE;
+    o->group = FIO_OPT_G_INVALID;
+  }
 }
 
 /* Per-job state kept on the fio side: the io_us queued and not yet sent,
@@ -311,6 +75,7 @@ struct glue {
   struct io_u **pending;
   unsigned int nr_pending;
   unsigned int depth;
+  int defer_send;
 };
 
 /* Engine log lines through fio's own logging, so that a `fio --client`
@@ -366,6 +131,7 @@ static int mpnvme_fio_init(struct thread_data *td) {
     free(g);
     return 1;
   }
+  g->defer_send = mpnvme_defers_send(g->session);
   td->io_ops_data = g;
   return 0;
 }
@@ -442,9 +208,9 @@ static void send_pending(struct thread_data *td, struct glue *g) {
  * or stops (a full queue, rate and thinktime quiesce, the job's end), so
  * this only merges the sends of one refill. */
 static int mpnvme_fio_commit(struct thread_data *td) {
-  struct mpnvme_opts *o = td->eo;
+  struct glue *g = td->io_ops_data;
 
-  if (!o->defer_send) send_pending(td, td->io_ops_data);
+  if (!g->defer_send) send_pending(td, g);
   return 0;
 }
 

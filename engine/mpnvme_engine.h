@@ -9,44 +9,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine_option_table.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Engine options as fio stores them. The first member must stay a pointer:
- * fio overwrites it (no option may live at offset 0). */
+/* Engine options as fio stores them: the string given for each entry of
+ * the option table, in its order (NULL: not given). The first member must
+ * stay a pointer: fio overwrites it (no option may live at offset 0). */
 struct mpnvme_opts {
   void *pad;
-  char *traddr;
-  char *trsvcid;
-  char *transport;
-  char *subnqn;
-  char *hostnqn;
-  char *hostid;
-  unsigned int nsid;
-  char *host_traddr;
-  char *host_iface;
-  unsigned int queue_size;
-  unsigned int kato;
-  unsigned int hdr_digest;
-  unsigned int data_digest;
-  char *sk_priority;
-  char *tos;
-  char *iopolicy;
-  char *log_level;
-  char *trim_mode;
-  unsigned int disable_sqflow;
-  unsigned int connect_timeout;
-  unsigned int io_timeout;
-  char *reconnect_delay;
-  char *ctrl_loss_tmo;
-  char *fast_io_fail_tmo;
-  unsigned int max_retries;
-  char *path_stats;
-  unsigned int fabrics_disconnect;
-  char *poll;
-  unsigned int defer_send;
-  unsigned int mptcp_join_wait;
+  char *value[MPNVME_OPTION_SLOTS];
 };
 
 /* What the core needs to know about the fio job. */
@@ -97,6 +71,8 @@ unsigned int mpnvme_ready(const struct mpnvme_session *s);
 /* The i-th ready completion: its cookie, and its errno in *error. */
 void *mpnvme_event(struct mpnvme_session *s, unsigned int i, int *error);
 void mpnvme_close(struct mpnvme_session *s);
+/* defer_send: hold commits until getevents (see fio-mpnvme(7)). */
+int mpnvme_defers_send(const struct mpnvme_session *s);
 
 /* An error line in the engine's log (for the glue's load-time checks). */
 void mpnvme_log_error(const char *msg);

@@ -10,6 +10,21 @@
 using mpnvme::log;
 using mpnvme::host::Session;
 
+namespace {
+
+// The strings fio stored, by option name, then converted; the log level
+// takes effect here, before the session logs anything.
+mpnvme::EngineOptions engine_options(const mpnvme_opts &o) {
+  mpnvme::OptionValues given;
+  for (unsigned i = 0; const mpnvme_option_def *d = mpnvme_option_at(i); i++)
+    if (o.value[i]) given[d->name] = o.value[i];
+  mpnvme::EngineOptions e = mpnvme::parse_engine_options(given);
+  mpnvme::set_log_level(e.log_level);
+  return e;
+}
+
+} // namespace
+
 struct mpnvme_session {
   Session s;
 };
@@ -18,7 +33,7 @@ extern "C" {
 
 int mpnvme_probe(const mpnvme_opts *o, const mpnvme_job *j, unsigned long long *bytes) {
   try {
-    Session s(mpnvme::host::parse_engine_options(*o), *j);
+    Session s(engine_options(*o), *j);
     s.probe();
     *bytes = s.size_bytes();
     return 0;
@@ -30,7 +45,7 @@ int mpnvme_probe(const mpnvme_opts *o, const mpnvme_job *j, unsigned long long *
 
 mpnvme_session *mpnvme_open(const mpnvme_opts *o, const mpnvme_job *j) {
   try {
-    auto *s = new mpnvme_session{Session(mpnvme::host::parse_engine_options(*o), *j)};
+    auto *s = new mpnvme_session{Session(engine_options(*o), *j)};
     try {
       s->s.open();
     } catch (...) {
@@ -50,6 +65,7 @@ int mpnvme_getevents(mpnvme_session *s, unsigned min, unsigned max, long long ti
   return s->s.getevents(min, max, timeout_ns);
 }
 unsigned int mpnvme_ready(const mpnvme_session *s) { return s->s.ready(); }
+int mpnvme_defers_send(const mpnvme_session *s) { return s->s.options().defer_send; }
 void *mpnvme_event(mpnvme_session *s, unsigned i, int *error) { return s->s.event(i, *error); }
 
 void mpnvme_close(mpnvme_session *s) {

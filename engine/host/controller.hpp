@@ -45,11 +45,12 @@ struct ControllerConfig {
   PriorityPairs sk_priority, tos;
   std::string subnqn;
   HostIdentity host;
-  uint32_t kato_ms = 5000; // 0 disables keep-alive
+  // The values below come from the engine options (engine_options.hpp).
+  uint32_t kato_ms = 0; // 0 disables keep-alive
   pdu::Digests digests;
-  bool disable_sqflow = true;
+  bool disable_sqflow = false;
   bool fabrics_disconnect = false; // send Fabrics Disconnect on I/O queues at the end
-  std::chrono::milliseconds admin_timeout{10000};
+  std::chrono::milliseconds admin_timeout{0};
   RecoveryOptions recovery;
   uint16_t queues_wanted = 64; // I/O queues asked for with Set Features Number of Queues
   bool size_probe = false;     // fio setup's short association: logged at debug only

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <span>
 
-namespace mpnvme::host {
+#include "../../lib/engine_options.hpp"
 
-enum class IoPolicy : uint8_t { Numa, RoundRobin, QueueDepth, ServiceTime };
+namespace mpnvme::host {
 
 // How one path looks when a command is about to go out.
 struct PathView {

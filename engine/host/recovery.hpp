@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 
+#include "../../lib/engine_options.hpp"
 #include "clock.hpp"
 
 namespace mpnvme::host {
@@ -30,14 +31,6 @@ enum class CtrlState : uint8_t { Connecting, Live, Resetting, Deleted };
 const char *ctrl_state_name(CtrlState s);
 
 // Recovery options, with nvme-cli's names and the kernel's defaults.
-struct RecoveryOptions {
-  std::chrono::milliseconds reconnect_delay{10000};
-  std::optional<std::chrono::milliseconds> ctrl_loss_tmo{std::chrono::seconds(600)}; // nullopt: forever
-  std::optional<std::chrono::milliseconds> fast_io_fail_tmo;                         // nullopt: off
-  std::chrono::milliseconds io_timeout{30000};
-  bool operator==(const RecoveryOptions &) const = default;
-};
-
 class ControllerRecovery {
 public:
   explicit ControllerRecovery(const RecoveryOptions &o, Clock::time_point now);

@@ -17,7 +17,8 @@
 #include "../../lib/sock.hpp"
 #include "controller.hpp"
 #include "numa.hpp"
-#include "options.hpp"
+#include "../../lib/engine_options.hpp"
+#include "../mpnvme_engine.h"
 #include "path_policy.hpp"
 #include "path_stats.hpp"
 
@@ -51,6 +52,7 @@ public:
   // fio setup: the namespace size from the first reachable path.
   void probe();
   uint64_t size_bytes() const { return size_bytes_; }
+  const EngineOptions &options() const { return o_; }
 
   int queue(const mpnvme_io &io, int &error);
   void commit();

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 # fio conventions: options with a fixed set of values are listed by
-# --enghelp=ENGINE,OPTION and refused by fio's parser before any job starts; engine
+# --enghelp=ENGINE,OPTION; a bad value of any option is refused by fio's
+# parser before any job starts, with the engine parser's message; engine
 # messages go through fio's logging, so a `fio --client` shows the reason a
 # job failed on the server, not only "exited with error".
 source "$(dirname "$0")/lib.sh"
@@ -9,18 +10,18 @@ lab_up --paths 1
 start_target --listen 10.1.1.1 --subnqn "$NQN" --ns ram:64m --log-level warn
 fio_env=(env LD_PRELOAD="${MPNVME_PRELOAD:-}" ASAN_OPTIONS="$ASAN_OPTIONS")
 
-for opt in transport iopolicy log_level trim_mode poll; do
+for opt in transport iopolicy log_level trim_mode poll hdr_digest; do
   # fio prints an option's values under "valid values" (--enghelp=ENGINE,OPTION)
   help=$("${fio_env[@]}" fio --enghelp="$ENGINE,$opt" 2>&1)
   grep -q "valid values" <<<"$help" && pass "--enghelp=ENGINE,$opt lists its values" ||
     fail "--enghelp=ENGINE,$opt shows no values: $help"
 done
 
-for bad in transport=udp iopolicy=fastest poll=spin log_level=loud trim_mode=erase; do
+for bad in transport=udp iopolicy=fastest poll=spin log_level=loud trim_mode=erase nsid=0 kato=7200 data_digest=2; do
   out=$(in_host "${fio_env[@]}" fio --name=bad --ioengine=external:"$ENGINE" --traddr=10.1.1.1 --subnqn="$NQN" \
     --rw=read --size=1m --"$bad" 2>&1)
   rc=$?
-  if ((rc != 0)) && grep -q "mpnvme: ${bad}: not one of" <<<"$out" && ! grep -q "Starting" <<<"$out"; then
+  if ((rc != 0)) && grep -qF "mpnvme: ${bad}: invalid value (accepted: " <<<"$out" && ! grep -q "Starting" <<<"$out"; then
     pass "$bad refused by fio's parser before the job starts"
   else
     fail "$bad: exit $rc: $out"

@@ -47,7 +47,8 @@ LD_PRELOAD=$preload fio --output-format=json --output="$state/engine.json" "$her
 rc=$?
 cat "$state/engine.log"
 echo "engine rc=$rc" > "$state/go-release"
-((rc == 0)) || fail "the engine failed against the nvmet configured by mpnvme-nvmet"
+# fio writes its log lines into --output too: the engine's reason is there.
+((rc == 0)) || { grep -a 'mpnvme' "$state/engine.json" | grep -v '^ *"' | head -5; fail "the engine failed against the nvmet configured by mpnvme-nvmet"; }
 sed -n '/^{/,$p' "$state/engine.json" | jq -r '.jobs[] | "ok: engine vs nvmet from the same job file: wrote \(.write.io_bytes) B, verified \(.read.io_bytes) B"'
 
 wait_for 'TK done' 300

@@ -5,14 +5,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "../../engine/host/options.hpp"
 #include "cmocka_cxx.hpp"
+#include "engine_options.hpp"
 #include "host_identity.hpp"
 #include "paths.hpp"
 #include "priority_pairs.hpp"
 
 using namespace mpnvme;
-using namespace mpnvme::host;
 
 // Expect std::invalid_argument whose message contains `needle`.
 template <typename F> static void expect_refused(F &&f, const char *needle) {
@@ -99,53 +98,40 @@ static void priority_pairs_rejected(void **) {
   expect_refused([] { PriorityPairs::parse("io:0xg1", "tos", 255); }, "value must be");
 }
 
-// Options as fio hands them over after applying the defaults of fio_glue.c.
+// Options as given: the required ones; the rest take the table's defaults.
 struct Opts {
-  mpnvme_opts o{};
-  Opts() {
-    o.traddr = strdup("127.0.0.1");
-    o.trsvcid = strdup("4420");
-    o.transport = strdup("mptcp");
-    o.subnqn = strdup("nqn.2026-11.io.mpnvme:test");
-    o.hostnqn = strdup("nqn.2014-08.org.nvmexpress:uuid:0f6f4a94-8f2a-4b57-9f38-4d8c2b1e2a10");
-    o.nsid = 1;
-    o.kato = 5;
-    o.iopolicy = strdup("numa");
-    o.log_level = strdup("warn");
-    o.trim_mode = strdup("dsm");
-    o.disable_sqflow = 1;
-    o.connect_timeout = 10;
-    o.io_timeout = 30000;
-    o.reconnect_delay = strdup("10");
-    o.ctrl_loss_tmo = strdup("600");
-    o.fast_io_fail_tmo = strdup("off");
-    o.max_retries = 5;
-    o.poll = strdup("hybrid");
-  }
-  ~Opts() {
-    for (char *p :
-         {o.traddr, o.trsvcid, o.transport, o.subnqn, o.hostnqn, o.hostid, o.host_traddr, o.host_iface, o.sk_priority, o.tos,
-          o.iopolicy, o.log_level, o.trim_mode, o.reconnect_delay, o.ctrl_loss_tmo, o.fast_io_fail_tmo, o.path_stats, o.poll})
-      free(p);
-  }
-  void set(char *mpnvme_opts::*field, const char *v) {
-    free(o.*field);
-    o.*field = v ? strdup(v) : nullptr;
+  OptionValues v{{"traddr", "127.0.0.1"},
+                 {"subnqn", "nqn.2026-11.io.mpnvme:test"},
+                 {"hostnqn", "nqn.2014-08.org.nvmexpress:uuid:0f6f4a94-8f2a-4b57-9f38-4d8c2b1e2a10"}};
+  void set(const char *name, const char *value) {
+    if (value)
+      v[name] = value;
+    else
+      v.erase(name);
   }
 };
 
 static void engine_options_defaults(void **) {
   Opts t;
-  EngineOptions e = parse_engine_options(t.o);
+  EngineOptions e = parse_engine_options(t.v);
   assert_int_equal(e.paths.size(), 1);
+  assert_string_equal(e.paths[0].service.c_str(), "4420");
   assert_true(e.transport == Transport::Mptcp);
+  assert_int_equal(e.nsid, 1);
   assert_int_equal(e.kato_ms, 5000);
   assert_true(e.iopolicy == IoPolicy::Numa);
   assert_true(e.trim_mode == TrimMode::Dsm);
+  assert_true(e.poll == PollMode::Hybrid);
+  assert_string_equal(e.log_level.c_str(), "warn");
   assert_false(e.digests.header);
+  assert_true(e.disable_sqflow);
+  assert_true(e.defer_send);
+  assert_false(e.fabrics_disconnect);
+  assert_int_equal(e.connect_timeout.count(), 10000);
+  assert_int_equal(e.mptcp_join_wait.count(), 0);
   // Without /etc/nvme/hostid, the host ID derives from the uuid in the host NQN.
   const HostIdentityFiles none{"/nonexistent/hostnqn", "/nonexistent/hostid"};
-  HostIdentity id = resolve_host_identity(t.o.hostnqn, "", none);
+  HostIdentity id = resolve_host_identity(t.v["hostnqn"], "", none);
   assert_int_equal(id.hostid[0], 0x0f);
   assert_int_equal(id.hostid[15], 0x10);
   // A generated host NQN when there is no file, stable within the process.
@@ -153,45 +139,52 @@ static void engine_options_defaults(void **) {
   assert_int_equal(id.hostnqn.rfind("nqn.2014-08.org.nvmexpress:uuid:", 0), 0);
   assert_string_equal(id.hostnqn.c_str(), resolve_host_identity("", "", none).hostnqn.c_str());
   assert_int_equal(id.hostid[0], std::stoul(id.hostnqn.substr(32, 2), nullptr, 16));
-  t.set(&mpnvme_opts::transport, "tcp");
-  t.set(&mpnvme_opts::iopolicy, "queue-depth");
-  t.set(&mpnvme_opts::trim_mode, "write_zeroes");
-  t.set(&mpnvme_opts::traddr, "10.0.0.1,10.0.0.2:4421");
-  t.set(&mpnvme_opts::sk_priority, "admin:0,io:6");
-  t.o.hdr_digest = t.o.data_digest = 1;
-  e = parse_engine_options(t.o);
+  t.set("transport", "tcp");
+  t.set("iopolicy", "queue-depth");
+  t.set("trim_mode", "write_zeroes");
+  t.set("traddr", "10.0.0.1,10.0.0.2:4421");
+  t.set("sk_priority", "admin:0,io:6");
+  t.set("hdr_digest", "1");
+  t.set("data_digest", "1");
+  t.set("poll", "busy");
+  e = parse_engine_options(t.v);
   assert_true(e.transport == Transport::Tcp);
   assert_true(e.iopolicy == IoPolicy::QueueDepth);
   assert_true(e.trim_mode == TrimMode::WriteZeroes);
+  assert_true(e.poll == PollMode::Busy);
   assert_int_equal(e.paths.size(), 2);
   assert_int_equal(*e.sk_priority.for_queue(1), 6);
   assert_true(e.digests.header && e.digests.data);
+  // The enumerations' names come from the table's choices.
+  assert_string_equal(iopolicy_name(IoPolicy::ServiceTime), "service-time");
+  assert_string_equal(iopolicy_name(IoPolicy::RoundRobin), "round-robin");
+  assert_int_equal(kernel_iopolicy_names().size(), 3);
+  assert_false(kernel_has_iopolicy(IoPolicy::ServiceTime));
 }
 
 // Recovery options with nvme-cli's names and the kernel's defaults, and the
 // per-path binding lists.
 static void engine_options_multipath(void **) {
   Opts t;
-  EngineOptions e = parse_engine_options(t.o);
+  EngineOptions e = parse_engine_options(t.v);
   assert_int_equal(e.recovery.io_timeout.count(), 30000);
   assert_int_equal(e.recovery.reconnect_delay.count(), 10000);
   assert_true(e.recovery.ctrl_loss_tmo && e.recovery.ctrl_loss_tmo->count() == 600000);
   assert_false(e.recovery.fast_io_fail_tmo.has_value());
   assert_int_equal(e.max_retries, 5);
   assert_int_equal(e.host_traddr.size(), 1);
-  t.set(&mpnvme_opts::traddr, "10.1.1.1,10.1.2.1,10.1.3.1");
-  t.set(&mpnvme_opts::reconnect_delay, "0.5");
-  t.set(&mpnvme_opts::ctrl_loss_tmo, "-1");
-  t.set(&mpnvme_opts::fast_io_fail_tmo, "2.25");
-  t.set(&mpnvme_opts::iopolicy, "service-time");
-  t.set(&mpnvme_opts::host_traddr, "10.1.1.2,10.1.2.2,10.1.3.2");
-  t.set(&mpnvme_opts::host_iface, "h1");
-  e = parse_engine_options(t.o);
+  t.set("traddr", "10.1.1.1,10.1.2.1,10.1.3.1");
+  t.set("reconnect_delay", "0.5");
+  t.set("ctrl_loss_tmo", "-1");
+  t.set("fast_io_fail_tmo", "2.25");
+  t.set("iopolicy", "service-time");
+  t.set("host_traddr", "10.1.1.2,10.1.2.2,10.1.3.2");
+  t.set("host_iface", "h1");
+  e = parse_engine_options(t.v);
   assert_int_equal(e.recovery.reconnect_delay.count(), 500);
   assert_false(e.recovery.ctrl_loss_tmo.has_value());
   assert_int_equal(e.recovery.fast_io_fail_tmo->count(), 2250);
   assert_true(e.iopolicy == IoPolicy::ServiceTime);
-  assert_true(e.poll == PollMode::Hybrid);
   assert_int_equal(e.host_traddr.size(), 3);
   assert_string_equal(e.host_traddr[2].c_str(), "10.1.3.2");
   assert_int_equal(e.host_iface.size(), 3);
@@ -199,71 +192,75 @@ static void engine_options_multipath(void **) {
 }
 
 static void engine_options_rejected(void **) {
+  const std::string long_nqn(300, 'n');
   struct Case {
-    char *mpnvme_opts::*field;
-    const char *value;
-    const char *needle;
+    const char *option, *value, *needle;
   } cases[] = {
-      {&mpnvme_opts::transport, "rdma", "transport=rdma"},
-      {&mpnvme_opts::subnqn, nullptr, "subnqn: required"},
-      {&mpnvme_opts::traddr, nullptr, "traddr: required"},
-      {&mpnvme_opts::trsvcid, "http", "trsvcid=http"},
-      {&mpnvme_opts::iopolicy, "random", "iopolicy=random"},
-      {&mpnvme_opts::trim_mode, "unmap", "trim_mode=unmap"},
-      {&mpnvme_opts::log_level, "loud", "log_level=loud"},
-      {&mpnvme_opts::sk_priority, "io:x", "sk_priority"},
-      {&mpnvme_opts::tos, "300", "tos"},
-      {&mpnvme_opts::hostid, "not-a-uuid", "hostid"},
-      {&mpnvme_opts::reconnect_delay, "soon", "reconnect_delay=soon"},
-      {&mpnvme_opts::reconnect_delay, "0.01", "reconnect_delay=0.01"},
-      {&mpnvme_opts::reconnect_delay, "-1", "reconnect_delay=-1"},
-      {&mpnvme_opts::ctrl_loss_tmo, "1h", "ctrl_loss_tmo=1h"},
-      {&mpnvme_opts::ctrl_loss_tmo, "-2", "ctrl_loss_tmo=-2"},
-      {&mpnvme_opts::fast_io_fail_tmo, "never", "fast_io_fail_tmo=never"},
-      {&mpnvme_opts::host_traddr, "10.1.1.2,10.1.2.2", "host_traddr=10.1.1.2,10.1.2.2: 2 entries for 1 traddr paths"},
-      {&mpnvme_opts::traddr, "${MPNVME_TRADDR}", "traddr=${MPNVME_TRADDR}: the environment variable MPNVME_TRADDR is not set"},
-      {&mpnvme_opts::iopolicy, "${MPNVME_IOPOLICY}", "the environment variable MPNVME_IOPOLICY is not set"},
-      {&mpnvme_opts::poll, "spin", "poll=spin: invalid value (accepted: hybrid, block, busy)"},
+      {"transport", "rdma", "transport=rdma: invalid value (accepted: mptcp, tcp)"},
+      {"subnqn", nullptr, "subnqn: required"},
+      {"subnqn", long_nqn.c_str(), "subnqn: longer"},
+      {"traddr", nullptr, "traddr: required"},
+      {"trsvcid", "http", "trsvcid=http"},
+      {"iopolicy", "random", "iopolicy=random"},
+      {"trim_mode", "unmap", "trim_mode=unmap"},
+      {"log_level", "loud", "log_level=loud"},
+      {"sk_priority", "io:x", "sk_priority"},
+      {"tos", "300", "tos"},
+      {"hostid", "not-a-uuid", "hostid"},
+      {"reconnect_delay", "soon", "reconnect_delay=soon"},
+      {"reconnect_delay", "0.01", "reconnect_delay=0.01"},
+      {"reconnect_delay", "-1", "reconnect_delay=-1"},
+      {"ctrl_loss_tmo", "1h", "ctrl_loss_tmo=1h"},
+      {"ctrl_loss_tmo", "-2", "ctrl_loss_tmo=-2"},
+      {"fast_io_fail_tmo", "never", "fast_io_fail_tmo=never"},
+      {"host_traddr", "10.1.1.2,10.1.2.2", "host_traddr=10.1.1.2,10.1.2.2: 2 entries for 1 traddr paths"},
+      {"traddr", "${MPNVME_TRADDR}", "traddr=${MPNVME_TRADDR}: the environment variable MPNVME_TRADDR is not set"},
+      {"iopolicy", "${MPNVME_IOPOLICY}", "the environment variable MPNVME_IOPOLICY is not set"},
+      {"poll", "spin", "poll=spin: invalid value (accepted: hybrid, block, busy)"},
+      {"nsid", "0", "nsid=0"},
+      {"nsid", "4294967295", "nsid=4294967295"},
+      {"nsid", "1x", "nsid=1x"},
+      {"nsid", "-1", "nsid=-1"},
+      {"queue_size", "1", "queue_size=1"},
+      {"queue_size", "4096", "queue_size=4096"},
+      {"kato", "7200", "kato=7200"},
+      {"connect_timeout", "0", "connect_timeout=0"},
+      {"connect_timeout", "601", "connect_timeout=601"},
+      {"io_timeout", "50", "io_timeout=50"},
+      {"max_retries", "1000", "max_retries=1000"},
+      {"mptcp_join_wait", "10001", "mptcp_join_wait=10001"},
+      {"hdr_digest", "yes", "hdr_digest=yes: invalid value (accepted: 0, 1)"},
+      {"defer_send", "2", "defer_send=2"},
+      {"no_such_option", "1", "no_such_option=1: not an mpnvme engine option"},
   };
   for (const Case &c : cases) {
     Opts t;
-    t.set(c.field, c.value);
-    expect_refused([&] { parse_engine_options(t.o); }, c.needle);
+    t.set(c.option, c.value);
+    expect_refused([&] { parse_engine_options(t.v); }, c.needle);
   }
-  {
-    Opts t;
-    t.o.nsid = 0;
-    expect_refused([&] { parse_engine_options(t.o); }, "nsid=0");
+}
+
+// fio's parse-time check of one value says what the full parse says.
+static void parse_time_check_matches(void **) {
+  char msg[512] = "";
+  unsigned iopolicy = 0, nsid = 0, count = 0;
+  for (unsigned i = 0; const mpnvme_option_def *d = mpnvme_option_at(i); i++, count++) {
+    if (!strcmp(d->name, "iopolicy")) iopolicy = i;
+    if (!strcmp(d->name, "nsid")) nsid = i;
+    // Every default passes its own check (fio applies the defaults through it).
+    if (d->def && mpnvme_check_option(i, d->def, msg, sizeof msg)) fail_msg("default of %s refused: %s", d->name, msg);
+    assert_non_null(find_engine_option(d->name));
   }
-  {
-    Opts t;
-    t.o.queue_size = 1;
-    expect_refused([&] { parse_engine_options(t.o); }, "queue_size=1");
-    t.o.queue_size = 4096;
-    expect_refused([&] { parse_engine_options(t.o); }, "queue_size=4096");
-  }
-  struct NumCase {
-    unsigned mpnvme_opts::*field;
-    unsigned value;
-    const char *needle;
-  } numeric[] = {
-      {&mpnvme_opts::kato, 7200, "kato=7200"},
-      {&mpnvme_opts::connect_timeout, 0, "connect_timeout=0"},
-      {&mpnvme_opts::connect_timeout, 601, "connect_timeout=601"},
-      {&mpnvme_opts::io_timeout, 50, "io_timeout=50"},
-      {&mpnvme_opts::max_retries, 1000, "max_retries=1000"},
-      {&mpnvme_opts::mptcp_join_wait, 10001, "mptcp_join_wait=10001"},
-  };
-  for (const NumCase &c : numeric) {
-    Opts t;
-    t.o.*c.field = c.value;
-    expect_refused([&] { parse_engine_options(t.o); }, c.needle);
-  }
-  {
-    Opts t;
-    t.set(&mpnvme_opts::subnqn, std::string(300, 'n').c_str());
-    expect_refused([&] { parse_engine_options(t.o); }, "subnqn: longer");
-  }
+  assert_in_range(count, 20, MPNVME_OPTION_SLOTS);
+  assert_int_equal(mpnvme_check_option(iopolicy, "fastest", msg, sizeof msg), -1);
+  assert_string_equal(msg, "iopolicy=fastest: invalid value (accepted: numa, round-robin, queue-depth, service-time)");
+  assert_int_equal(mpnvme_check_option(nsid, "0", msg, sizeof msg), -1);
+  assert_non_null(strstr(msg, "nsid=0: invalid value"));
+  assert_int_equal(mpnvme_check_option(nsid, "7", msg, sizeof msg), 0);
+  Opts t;
+  t.set("iopolicy", "fastest");
+  expect_refused([&] { parse_engine_options(t.v); },
+                 "iopolicy=fastest: invalid value (accepted: numa, round-robin, queue-depth, service-time)");
 }
 
 int main() {
@@ -275,6 +272,7 @@ int main() {
       cmocka_unit_test(engine_options_defaults),
       cmocka_unit_test(engine_options_multipath),
       cmocka_unit_test(engine_options_rejected),
+      cmocka_unit_test(parse_time_check_matches),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

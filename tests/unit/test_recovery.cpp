@@ -11,6 +11,7 @@
 #include "../../engine/host/recovery.hpp"
 #include "cmocka_cxx.hpp"
 
+using namespace mpnvme;
 using namespace mpnvme::host;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
@@ -21,6 +22,7 @@ RecoveryOptions options(milliseconds delay, std::optional<milliseconds> loss) {
   RecoveryOptions o;
   o.reconnect_delay = delay;
   o.ctrl_loss_tmo = loss;
+  o.io_timeout = seconds(30);
   return o;
 }
 } // namespace

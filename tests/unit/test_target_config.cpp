@@ -192,8 +192,25 @@ transport=tcp
   assert_true(c.ports[2].addr.ipv6);
 
   const std::string bad = write_temp("[x]\ntraddr=1.2.3.4\nsize=1m\n", ".fio");
-  expect_refused<std::runtime_error>([&] { config_from_jobfile(bad); }, "[x]: subnqn= is not set");
+  expect_refused<std::runtime_error>([&] { config_from_jobfile(bad); }, "[x]: subnqn: required");
   unlink(bad.c_str());
+  // The engine's parser reads the job: what the engine refuses, the target
+  // refuses with the same message (no transport becomes MPTCP by default,
+  // no nsid passes unchecked).
+  struct {
+    const char *line, *needle;
+  } refused[] = {
+      {"transport=rdma", "[x]: transport=rdma: invalid value (accepted: mptcp, tcp)"},
+      {"nsid=abc", "[x]: nsid=abc: invalid value"},
+      {"nsid=4294967296", "[x]: nsid=4294967296: invalid value"},
+      {"iopolicy=fastest", "[x]: iopolicy=fastest: invalid value"},
+      {"numjobs=x\noffset_increment=1m", "[x]: numjobs=x: not a job count"},
+  };
+  for (const auto &r : refused) {
+    const std::string f = write_temp(std::string("[x]\ntraddr=1.2.3.4\nsubnqn=n\n") + r.line + "\n", ".fio");
+    expect_refused<std::runtime_error>([&] { config_from_jobfile(f); }, r.needle);
+    unlink(f.c_str());
+  }
   const std::string env = write_temp("[x]\ntraddr=${MPNVME_NOT_SET_ANYWHERE}\n", ".fio");
   expect_refused<std::runtime_error>([&] { read_jobfile(env); }, ":2: environment variable MPNVME_NOT_SET_ANYWHERE is not set");
   unlink(env.c_str());

@@ -10,8 +10,6 @@
 
 namespace mpnvme::toolkit {
 
-const std::vector<std::string> kIoPolicies = {"numa", "round-robin", "queue-depth"};
-
 static bool kernel_at_least(int major, int minor) {
   int ma = 0, mi = 0;
   sscanf(kernel_release().c_str(), "%d.%d", &ma, &mi);

@@ -6,11 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "engine_options.hpp" // kernel_iopolicy_names()
 #include "topology.hpp"
 
 namespace mpnvme::toolkit {
-
-extern const std::vector<std::string> kIoPolicies; // numa, round-robin, queue-depth
 
 // Throw std::runtime_error naming the sysfs file and the reason.
 void set_subsystem_iopolicy(const SubsystemInfo &s, const std::string &policy);

@@ -2,6 +2,7 @@
 // mpnvme-iopolicy: show and set the native NVMe multipath I/O policy.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
@@ -59,7 +60,7 @@ int main(int argc, char **argv) {
   CLI::App *set_cmd = app.add_subcommand("set", "set the iopolicy");
   std::string policy, nqn, subsys;
   bool all = false, deflt = false;
-  set_cmd->add_option("POLICY", policy, "numa, round-robin or queue-depth")->required();
+  set_cmd->add_option("POLICY", policy, fmt::format("{}", fmt::join(mpnvme::kernel_iopolicy_names(), ", ")))->required();
   auto *o_nqn = set_cmd->add_option("--nqn", nqn, "the subsystem with this NQN");
   auto *o_sub = set_cmd->add_option("--subsys", subsys, "the subsystem with this sysfs name (nvme-subsysN)");
   auto *o_all = set_cmd->add_flag("--all", all, "every subsystem");
@@ -70,8 +71,9 @@ int main(int argc, char **argv) {
   if (const int rc = mpnvme::parse_command_line(app, argc, argv); rc >= 0) return rc;
 
   if (set_cmd->parsed()) { // the command line first, then the kernel
-    if (std::find(kIoPolicies.begin(), kIoPolicies.end(), policy) == kIoPolicies.end())
-      return fail(fmt::format("unknown policy '{}' (accepted: numa, round-robin, queue-depth)", policy));
+    const std::vector<std::string> known = mpnvme::kernel_iopolicy_names();
+    if (std::find(known.begin(), known.end(), policy) == known.end())
+      return fail(fmt::format("unknown policy '{}' (accepted: {})", policy, fmt::join(known, ", ")));
     if (!nqn.empty() + !subsys.empty() + all + deflt != 1)
       return fail("set needs one of --nqn NQN, --subsys NAME, --all, --default");
   }

@@ -13,9 +13,8 @@
 #include "configfs.hpp"
 #include "host.hpp"
 #include "iopolicy.hpp"
-#include "jobfile.hpp"
+#include "job_engine_options.hpp"
 #include "nvmet.hpp"
-#include "priority_pairs.hpp"
 
 using namespace mpnvme;
 using namespace mpnvme::toolkit;
@@ -37,6 +36,21 @@ std::string job_option(const std::vector<JobSection> &jobs, const std::string &k
     if (!x.empty()) v = x;
   }
   return v;
+}
+
+// The engine options of the file as nvmet and the kernel host apply them:
+// the first job's, with the options that hold for the whole subsystem
+// (transport, iopolicy, sk_priority) the same in every job.
+EngineOptions file_options(const std::vector<JobSection> &jobs, const std::string &path) {
+  JobSection merged = jobs.front();
+  for (const char *key : {"transport", "iopolicy", "sk_priority"}) {
+    const std::string v = job_option(jobs, key, path);
+    if (v.empty())
+      merged.options.erase(key);
+    else
+      merged.options[key] = v;
+  }
+  return job_engine_options(merged, path);
 }
 
 // transport= absent means the engine's default (mptcp), which falls back to
@@ -113,10 +127,8 @@ int cmd_apply(const Cli &o, const std::vector<JobSection> &jobs, const target::T
           "--ana {}: expected PATH:STATE with STATE optimized, non-optimized, inaccessible, persistent-loss or change", x));
     a.ana[std::stoul(x.substr(0, c))] = x.substr(c + 1);
   }
-  if (const std::string prio = job_option(jobs, "sk_priority", o.job); !prio.empty()) {
-    // The target side of the job's priority pair: nvmet_tcp's global so_priority.
-    a.so_priority = PriorityPairs::parse(prio, "sk_priority", 0x7fffffff).for_queue(1);
-  }
+  // The target side of the job's priority pair: nvmet_tcp's global so_priority.
+  if (!job_option(jobs, "sk_priority", o.job).empty()) a.so_priority = file_options(jobs, o.job).sk_priority.for_queue(1);
   for (const auto &p : apply(cfg, a))
     fmt::print("port {} {} {} -> {}\n", p.id, tr, p.address, cfg.subsystems.front().nqn);
   for (const auto &s : cfg.subsystems)
@@ -136,9 +148,13 @@ int cmd_connect(const Cli &o, const std::vector<JobSection> &jobs, const target:
   r.host_iface = o.host_iface;
   r.ctrl_loss_tmo = o.ctrl_loss_tmo;
   r.reconnect_delay = o.reconnect_delay;
-  r.iopolicy = job_option(jobs, "iopolicy", o.job);
-  if (!r.iopolicy.empty() && std::find(kIoPolicies.begin(), kIoPolicies.end(), r.iopolicy) == kIoPolicies.end())
-    return fail(fmt::format("{}: iopolicy={} (the kernel accepts: {})", o.job, r.iopolicy, fmt::join(kIoPolicies, ", ")));
+  if (!job_option(jobs, "iopolicy", o.job).empty()) {
+    const IoPolicy policy = file_options(jobs, o.job).iopolicy;
+    r.iopolicy = iopolicy_name(policy);
+    if (!kernel_has_iopolicy(policy))
+      return fail(
+          fmt::format("{}: iopolicy={} (the kernel accepts: {})", o.job, r.iopolicy, fmt::join(kernel_iopolicy_names(), ", ")));
+  }
   const ConnectResult res = connect_job(r);
   for (const auto &c : res.controllers)
     fmt::print("controller {}\n", c);

@@ -10,7 +10,7 @@
 
 #include "crc32c.hpp"
 #include "host_identity.hpp"
-#include "jobfile.hpp"
+#include "job_engine_options.hpp"
 
 namespace mpnvme::target {
 
@@ -194,49 +194,45 @@ TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::st
   std::set<std::string> seen_ports;
   for (const JobSection &job : jobs) {
     const std::string where = fmt::format("{} [{}]", path, job.name);
-    const auto subnqn = job.get("subnqn");
-    if (!subnqn || subnqn->empty()) throw std::runtime_error(where + ": subnqn= is not set");
-    const auto traddr = job.get("traddr");
-    if (!traddr) throw std::runtime_error(where + ": traddr= is not set");
-    const std::string port = job.get("trsvcid").value_or(kNvmeTcpPort);
+    const EngineOptions engine = job_engine_options(job, where);
     // Without size= the engine sizes the job from the namespace, so the
     // namespace decides: kJobNamespaceBytes unless another job of the file
     // needs more.
     const auto size = job.get("size");
-    uint32_t nsid = 1;
-    if (auto n = job.get("nsid")) nsid = static_cast<uint32_t>(std::stoul(*n));
-    Transport tr = job.get("transport").value_or("mptcp") == "tcp" ? Transport::Tcp : Transport::Mptcp;
     const uint64_t bytes = size ? parse_size(*size, where + ": size") : 0;
     const uint64_t offset = job.get("offset") ? parse_size(*job.get("offset"), where + ": offset") : 0;
 
     SubsystemConfig *sub = nullptr;
     for (auto &s : c.subsystems)
-      if (s.nqn == *subnqn) sub = &s;
+      if (s.nqn == engine.subnqn) sub = &s;
     if (!sub) {
-      c.subsystems.push_back({*subnqn, true, {}, "", "mpnvme-target", {}});
+      c.subsystems.push_back({engine.subnqn, true, {}, "", "mpnvme-target", {}});
       sub = &c.subsystems.back();
     }
     NamespaceConfig *ns = nullptr;
     for (auto &n : sub->namespaces)
-      if (n.nsid == nsid) ns = &n;
+      if (n.nsid == engine.nsid) ns = &n;
     if (!ns) {
       NamespaceConfig n;
-      n.nsid = nsid;
+      n.nsid = engine.nsid;
       sub->namespaces.push_back(n);
       ns = &sub->namespaces.back();
     }
     // numjobs with offset_increment spread over more than size: cover it all.
     uint64_t need = offset + bytes;
-    if (auto nj = job.get("numjobs"); nj && job.get("offset_increment"))
+    if (auto nj = job.get("numjobs"); nj && job.get("offset_increment")) {
+      if (nj->empty() || nj->size() > 6 || nj->find_first_not_of("0123456789") != std::string::npos || *nj == "0")
+        throw std::runtime_error(fmt::format("{}: numjobs={}: not a job count", where, *nj));
       need = offset + parse_size(*job.get("offset_increment"), where + ": offset_increment") * (std::stoul(*nj) - 1) + bytes;
+    }
     if (!size) need = std::max(need, kJobNamespaceBytes);
     ns->size = std::max(ns->size, (need + 4095) / 4096 * 4096);
-    for (const PathAddr &pa : parse_paths(*traddr, port, where + ": traddr")) {
+    for (const PathAddr &pa : engine.paths) {
       if (!seen_ports.insert(pa.display()).second) continue;
       PortConfig pc;
       pc.id = static_cast<uint16_t>(c.ports.size() + 1);
       pc.addr = pa;
-      pc.transport = tr;
+      pc.transport = engine.transport;
       c.ports.push_back(pc);
     }
   }
