@@ -10,7 +10,7 @@ import contextlib
 import json
 import subprocess
 
-from common import check_placement, ENGINE, FIO_CPU, FLOOR, STEADY_LOG_MS, TARGET, TARGET_CPU, cpu_seconds, die, fio_json, free_port, log_rate, median_spread, stop, wait_ready
+from common import check_placement, fio_env, ENGINE, FIO_CPU, FLOOR, STEADY_LOG_MS, TARGET, TARGET_CPU, cpu_seconds, die, fio_json, free_port, log_rate, median_spread, stop, wait_ready
 
 NQN = "nqn.2026-11.io.mpnvme:bench"
 
@@ -39,7 +39,7 @@ def fio(port, pid, opts, seconds, work):
            f"--trsvcid={port}", f"--subnqn={NQN}", "--rw=randread", "--size=1g", "--time_based=1", f"--runtime={seconds}",
            "--ramp_time=1", "--output-format=json", f"--output={out}", f"--write_bw_log={logs}", f"--write_iops_log={logs}",
            f"--log_avg_msec={STEADY_LOG_MS}"] + opts
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, env=fio_env())
     if r.returncode != 0:
         die(f"fio failed: {' '.join(cmd)}\n{r.stderr}")
     job = fio_json(out)["jobs"][0]
@@ -62,13 +62,15 @@ def floor_tool(args):
 FLOOR_KEYS = ("p50_us", "p99_us", "per_second", "client_cpu_us_per_op", "server_cpu_us_per_op")
 
 
-def run(runs, seconds, work):
+def run(runs, seconds, work, smoke=False):
+    """smoke: the shape only (TCP, QD1 and QD32 with busy and block engines)."""
     res = {"floor": {}, "engine": []}
-    for tr in ("tcp", "mptcp"):
+    for tr in ("tcp",) if smoke else ("tcp", "mptcp"):
         for wait in ("block", "busy"):
-            samples = [floor_tool(["rtt", "--transport", tr, "--wait", wait, "--count", "20000"]) for _ in range(runs)]
+            count = "2000" if smoke else "20000"
+            samples = [floor_tool(["rtt", "--transport", tr, "--wait", wait, "--count", count]) for _ in range(runs)]
             res["floor"][f"rtt {tr} {wait}"] = {k: median_spread([s[k] for s in samples]) for k in FLOOR_KEYS}
-            samples = [floor_tool(["rtt", "--transport", tr, "--wait", wait, "--depth", "32", "--count", "200000"])
+            samples = [floor_tool(["rtt", "--transport", tr, "--wait", wait, "--depth", "32", "--count", "20000" if smoke else "200000"])
                        for _ in range(runs)]
             res["floor"][f"rtt {tr} {wait} depth 32"] = {k: median_spread([s[k] for s in samples]) for k in FLOOR_KEYS}
         samples = [floor_tool(["bulk", "--transport", tr, "--seconds", str(seconds)]) for _ in range(runs)]
@@ -78,6 +80,8 @@ def run(runs, seconds, work):
                  ("qd32-batched", ["--bs=4k", "--iodepth=32", "--iodepth_batch_submit=16", "--iodepth_batch_complete_min=8"],
                   ("block", "hybrid"), ("tcp",)),
                  ("128k-qd16", ["--bs=128k", "--iodepth=16"], ("block", "hybrid"), ("tcp", "mptcp"))]
+    if smoke:
+        workloads = [(n, o, ("block", "busy"), ("tcp",)) for n, o, _, _ in workloads[:2]]
     for tmode, extra in (("event", []), ("poll", ["--poll"])):
         with target(extra, work) as (port, pid):
             for name, opts, modes, transports in workloads:
@@ -98,7 +102,24 @@ def run(runs, seconds, work):
                         })
                         print(f"  {name} target={tmode} {tr} poll={mode}: p50 {res['engine'][-1]['p50_us']['median']:.1f} us, "
                               f"{res['engine'][-1]['iops']['median']:.0f} IOPS", flush=True)
+    res["target_cost"] = target_cost(res)
     return res
+
+
+def target_cost(res):
+    """The target's own time per command: the busy-polling engine's QD1 p50
+    against mpnvme-target minus the busy-polling raw round trip of the same
+    transport (the same request and answer sizes, the same CPUs), per
+    target mode; with the ratio engine p50 / floor."""
+    rows = []
+    for e in res["engine"]:
+        if e["workload"] != "qd1" or e["poll"] != "busy":
+            continue
+        floor = res["floor"][f"rtt {e['transport']} busy"]["p50_us"]["median"]
+        rows.append({"target": e["target"], "transport": e["transport"], "engine_p50_us": e["p50_us"]["median"],
+                     "floor_p50_us": floor, "cost_us": e["p50_us"]["median"] - floor,
+                     "per_floor": e["p50_us"]["median"] / floor})
+    return rows
 
 
 def fmt_ms(m):
@@ -133,8 +154,22 @@ def report(res, runs):
     by = {(e["workload"], e["target"], e["transport"], e["poll"]): e["iops"]["median"] for e in res["engine"]}
     ratios = [f"{w} target={t} poll={m}: {by[(w, t, 'mptcp', m)] / by[(w, t, 'tcp', m)]:.2f}"
               for (w, t, tr, m) in by if tr == "tcp" and (w, t, "mptcp", m) in by]
-    mp, tc = f["rtt mptcp busy depth 32"]["per_second"]["median"], f["rtt tcp busy depth 32"]["per_second"]["median"]
-    lines += ["", f"MPTCP / TCP: raw sockets at depth 32 (busy) {mp / tc:.2f}; engine " + "; ".join(ratios) + "."]
+    tc = f["rtt tcp busy depth 32"]["per_second"]["median"]
+    mp = f.get("rtt mptcp busy depth 32", {}).get("per_second", {}).get("median")
+    if mp:
+        lines += ["", f"MPTCP / TCP: raw sockets at depth 32 (busy) {mp / tc:.2f}; engine " + "; ".join(ratios) + "."]
+    lines += ["", "### The target's own cost per command", "",
+              "The busy-polling engine's QD1 p50 (4 KiB reads) against mpnvme-target, minus the busy-polling raw round "
+              "trip of the same transport (72 B request, 4120 B answer):", "",
+              "| target | transport | engine p50 us | floor p50 us | target cost us | engine / floor |", "|---|---|---|---|---|---|"]
+    for r in res["target_cost"]:
+        lines.append(f"| {r['target']} | {r['transport']} | {r['engine_p50_us']:.1f} | {r['floor_p50_us']:.1f} | "
+                     f"{r['cost_us']:.1f} | {r['per_floor']:.2f} |")
+    qd32 = {e["target"]: e["iops"]["median"] for e in res["engine"]
+            if e["workload"] == "qd32" and e["transport"] == "tcp" and e["poll"] == "block"}
+    if "poll" in qd32 and "event" in qd32:
+        lines += ["", f"QD32 (tcp, engine poll=block): --poll {qd32['poll']:.0f} IOPS against the event loop's "
+                  f"{qd32['event']:.0f} ({qd32['poll'] / qd32['event']:.2f})."]
     return "\n".join(lines) + "\n"
 
 

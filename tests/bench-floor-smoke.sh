@@ -1,0 +1,29 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# bench/run floor --smoke: the floor experiment end to end, checked for the
+# shape of its figures, never for speed: raw round trips, the engine
+# against both target modes, and the target's own cost per command (the
+# engine's QD1 p50 minus the busy floor) for each mode, in results.json and
+# in the report.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$(mktemp -d /tmp/mpnvme-bench-floor.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+"$root/bench/run" floor --smoke --out "$out" >"$out/run.log" 2>&1 || { tail -30 "$out/run.log"; fail "bench/run floor"; }
+json=$out/results.json
+jq -e '.floor.floor["rtt tcp busy"].p50_us.median > 0 and .floor.floor["rtt tcp block"].p50_us.median > 0' "$json" >/dev/null ||
+  fail "no raw round trip figures: $(jq -c '.floor.floor | keys' "$json")"
+jq -e '[.floor.engine[] | .iops.median > 0 and .p50_us.median > 0] | length == 8 and all' "$json" >/dev/null ||
+  fail "expected 8 engine cells that moved data: $(jq -c '[.floor.engine[] | {workload, target, poll}]' "$json")"
+jq -e '.floor.target_cost | (map(.target) | sort) == ["event", "poll"] and
+  all(.transport == "tcp" and .floor_p50_us > 0 and .engine_p50_us > 0 and
+      ((.cost_us - (.engine_p50_us - .floor_p50_us)) | fabs < 1e-9) and ((.per_floor - .engine_p50_us / .floor_p50_us) | fabs < 1e-9))' \
+  "$json" >/dev/null || fail "the target cost rows are missing or inconsistent: $(jq -c '.floor.target_cost' "$json")"
+grep -q "^### The target's own cost per command" "$out/report.md" || fail "report.md has no target cost section"
+[[ $(grep -cE '^\| (event|poll) \| tcp \| [0-9.]+ \| [0-9.]+ \| -?[0-9.]+ \| [0-9.]+ \|$' "$out/report.md") == 2 ]] ||
+  fail "the target cost table lacks a row per mode: $(grep -A5 "target's own cost" "$out/report.md")"
+grep -qE '^QD32 \(tcp, engine poll=block\): --poll [0-9]+ IOPS against the event loop' "$out/report.md" ||
+  fail "report.md does not set --poll beside the event loop at QD32"
+grep -A6 "^### The target's own cost" "$out/report.md"
+echo PASS
