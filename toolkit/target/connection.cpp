@@ -39,6 +39,7 @@ Connection::~Connection() {
     } else {
       std::lock_guard lk(ctrl_->mu);
       ctrl_->io_qids.erase(qid_);
+      io_.io_queue_connected(-1);
     }
   }
   port_counters_.connections--;

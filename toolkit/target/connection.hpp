@@ -45,6 +45,9 @@ public:
   virtual void want_send(Connection &c) = 0;
   // Start file I/O for a command slot; completion calls on_file_done.
   virtual void submit_file(Connection &c, uint16_t slot, FileOp op, int fd, uint8_t *buf, uint64_t len, uint64_t off) = 0;
+  // An I/O queue was connected (+1) or went away (-1) on this connection:
+  // the loops balance I/O queues, which carry the load, not connections.
+  virtual void io_queue_connected(int delta) { (void)delta; }
 };
 
 struct ConnCounters {

@@ -79,6 +79,7 @@ void Connection::connect(Cmd &c, uint16_t slot) {
     if (ctrl->io_qids.count(qid)) return bad(false, 42, fmt::format("queue id {} is connected already", qid));
     ctrl->io_qids.insert(qid);
     ctrl_ = ctrl;
+    io_.io_queue_connected(+1);
   }
   qid_ = qid;
   sqsize_ = sqsize + 1u;

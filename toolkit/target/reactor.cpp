@@ -157,7 +157,7 @@ void Reactor::start(int fd, PortState &port, std::string peer) {
   for (Op &o : c.file_ops)
     o.conn = &c;
   log().debug("port {}: connection from {} on reactor {}", port.cfg.id, c.c->peer(), id_);
-  if (!poll_) arm_readable(c);
+  arm_readable(c); // --poll too: it is the event loop that never sleeps
 }
 
 void Reactor::want_send(Connection &c) { send_wanted_.push_back(static_cast<Conn *>(c.io_context)); }
@@ -175,7 +175,6 @@ void Reactor::submit_file(Connection &c, uint16_t slot, FileOp op, int fd, uint8
   case FileOp::WriteZeroes: io_uring_prep_fallocate(s, fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, off, len); break;
   }
   io_uring_sqe_set_data(s, &o);
-  files_in_flight_++;
 }
 
 // Received in place: the connection says where the next bytes go (a
@@ -252,7 +251,7 @@ void Reactor::on_accept(Op &op, int res) {
     ::close(res);
   } else if (res >= 0) {
     const std::string peer = peer_name(l.addr);
-    Reactor &to = *(*all_)[next_reactor_++ % all_->size()];
+    Reactor &to = least_loaded();
     if (&to == this)
       start(res, *l.port, peer);
     else
@@ -261,6 +260,20 @@ void Reactor::on_accept(Op &op, int res) {
     log().warn("port {}: accept: {}", l.port->cfg.id, strerror(-res));
   }
   if (!stop_) arm_accept(op.listener);
+}
+
+// The loop with the fewest I/O queues, then the fewest connections. A
+// host opens its admin queue, then its I/O queues; the next host does the
+// same, and a plain round robin over two loops had put every I/O queue on
+// the second one.
+Reactor &Reactor::least_loaded() {
+  Reactor *best = nullptr;
+  for (auto &r : *all_)
+    if (!best ||
+        std::pair(r->io_queues_.load(), r->assigned_.load()) < std::pair(best->io_queues_.load(), best->assigned_.load()))
+      best = r.get();
+  best->assigned_++;
+  return *best;
 }
 
 void Reactor::on_readiness(Op &op, int res, unsigned flags) {
@@ -299,10 +312,7 @@ void Reactor::on_cqe(io_uring_cqe *cqe) {
   case Op::Accept: on_accept(*op, res); break;
   case Op::Readable:
   case Op::Writable: on_readiness(*op, res, cqe->flags); break;
-  case Op::File:
-    files_in_flight_--;
-    op->conn->c->on_file_done(op->slot, res);
-    break;
+  case Op::File: op->conn->c->on_file_done(op->slot, res); break;
   case Op::Wake: on_wake(); break;
   case Op::Tick:
     tick_armed_ = false;
@@ -361,6 +371,7 @@ void Reactor::reap() {
       c.c.reset();
       ::close(fd);
       it = conns_.erase(it);
+      assigned_--;
     } else {
       ++it;
     }
@@ -372,12 +383,8 @@ void Reactor::reap() {
 void Reactor::wait_for_work(bool spin) {
   if (spin) {
     io_uring_submit(&ring_);
-    // Readiness and file completions arrive as task work: run it without
-    // waiting. With only accepts, wake-ups and the tick in the ring
-    // (--poll, RAM namespaces) every 32nd turn is soon enough, and the
-    // other turns save a system call.
-    const bool expecting = files_in_flight_ || !poll_ || ++quiet_turns_ % 32 == 0;
-    if (expecting && !io_uring_cq_ready(&ring_)) io_uring_get_events(&ring_);
+    // Readiness and file completions arrive as task work: run it without waiting.
+    if (!io_uring_cq_ready(&ring_)) io_uring_get_events(&ring_);
   } else {
     io_uring_submit_and_wait(&ring_, 1);
   }

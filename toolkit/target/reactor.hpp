@@ -42,6 +42,7 @@ public:
 
   void want_send(Connection &c) override;
   void submit_file(Connection &c, uint16_t slot, FileOp op, int fd, uint8_t *buf, uint64_t len, uint64_t off) override;
+  void io_queue_connected(int delta) override { io_queues_ += delta; }
 
 private:
   struct Conn;
@@ -99,7 +100,7 @@ private:
 
   Registry &reg_;
   unsigned id_;
-  bool poll_; // --poll: never sleep, read every socket on every turn
+  bool poll_; // --poll: the same loop, never sleeping
   std::atomic<bool> &stop_;
   io_uring ring_{};
   int wake_fd_ = -1;
@@ -108,10 +109,12 @@ private:
   bool wake_armed_ = false, tick_armed_ = false;
   __kernel_timespec tick_ts_{0, 100 * 1000 * 1000};
   IdleSpin spin_;
-  unsigned files_in_flight_ = 0, quiet_turns_ = 0;
   std::vector<Listener> listeners_;
+  Reactor &least_loaded();
   std::vector<std::unique_ptr<Reactor>> *all_ = nullptr;
-  size_t next_reactor_ = 0;
+  // Read by the accepting loop to place new connections.
+  std::atomic<int> io_queues_{0};
+  std::atomic<unsigned> assigned_{0}; // connections handed to this loop and not yet freed
   std::list<Conn> conns_;
   std::vector<Conn *> send_wanted_;
   std::mutex inbox_mu_;
