@@ -120,8 +120,8 @@ constexpr EngineOption kOptions[] = {
       "0",
       "Entries of the I/O queue (2..1024); 0 = iodepth, bounded by the controller's MQES",
       {}},
-     APPLY(d.e.queue_size = number(name, v, 0, kMaxQueueSize, fmt::format("0 (from iodepth) or 2..{}", kMaxQueueSize));
-           if (d.e.queue_size == 1) throw bad(name, v, fmt::format("0 (from iodepth) or 2..{}", kMaxQueueSize)))},
+     APPLY(const std::string accepted = fmt::format("0 (from iodepth) or 2..{}", kMaxQueueSize);
+           d.e.queue_size = number(name, v, 0, kMaxQueueSize, accepted); if (d.e.queue_size == 1) throw bad(name, v, accepted))},
     {{"kato", "Keep alive timeout", "5", "Keep alive timeout in seconds, 0..3600 (Keep Alive sent every kato/2; 0 disables)", {}},
      APPLY(d.e.kato_ms = 1000 * number(name, v, 0, 3600, "seconds 0..3600 (0 disables keep-alive)"))},
     {{"hdr_digest", "Header digest", "0", "Negotiate CRC32C header digests", {kNo, kYes}},

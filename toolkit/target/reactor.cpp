@@ -18,7 +18,6 @@
 namespace mpnvme::target {
 namespace {
 constexpr unsigned kRingEntries = 1024;
-constexpr size_t kSendIov = 256;
 } // namespace
 
 std::string peer_name(const sockaddr_storage &ss) {
@@ -152,7 +151,6 @@ void Reactor::start(int fd, PortState &port, std::string peer) {
   c.c = std::make_unique<Connection>(reg_, *this, fd, port, std::move(peer));
   c.c->io_context = &c;
   c.readable_op.conn = c.writable_op.conn = &c;
-  c.iov.resize(kSendIov);
   c.file_ops.resize(reg_.config().queue_entries, Op{Op::File});
   for (Op &o : c.file_ops)
     o.conn = &c;
@@ -183,13 +181,14 @@ void Reactor::submit_file(Connection &c, uint16_t slot, FileOp op, int fd, uint8
 bool Reactor::receive(Conn &c) {
   bool got = false;
   for (int round = 0; round < 8 && !c.shut && !c.c->closing(); round++) {
-    c.rx_mh = {};
-    c.rx_mh.msg_iov = c.rx_iov;
-    c.rx_mh.msg_iovlen = c.c->rx_iov(c.rx_iov);
+    iovec iov[2];
+    msghdr mh{};
+    mh.msg_iov = iov;
+    mh.msg_iovlen = c.c->rx_iov(iov);
     size_t room = 0;
-    for (size_t i = 0; i < c.rx_mh.msg_iovlen; i++)
-      room += c.rx_iov[i].iov_len;
-    const ssize_t n = ::recvmsg(c.c->fd(), &c.rx_mh, MSG_DONTWAIT);
+    for (size_t i = 0; i < mh.msg_iovlen; i++)
+      room += iov[i].iov_len;
+    const ssize_t n = ::recvmsg(c.c->fd(), &mh, MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR) {
         c.readable = false;
@@ -211,11 +210,10 @@ bool Reactor::receive(Conn &c) {
 
 void Reactor::send(Conn &c) {
   while (!c.shut && !c.write_armed && c.c->has_pending_send()) {
-    const size_t n = c.c->build_send(c.iov.data(), c.iov.size());
-    c.mh = {};
-    c.mh.msg_iov = c.iov.data();
-    c.mh.msg_iovlen = n;
-    const ssize_t sent = ::sendmsg(c.c->fd(), &c.mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+    msghdr mh{};
+    mh.msg_iov = send_iov_.data();
+    mh.msg_iovlen = c.c->build_send(send_iov_.data(), send_iov_.size());
+    const ssize_t sent = ::sendmsg(c.c->fd(), &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (sent < 0 && errno == EINTR) continue;
     if (sent < 0 && errno == EAGAIN) return arm_writable(c); // the socket buffer is full
     if (sent < 0) {
@@ -236,8 +234,13 @@ void Reactor::send(Conn &c) {
 // leave the packet to the receiver (the socket backlog) instead.
 bool Reactor::serve_sockets(bool spinning) {
   bool got = false;
-  for (Conn &c : conns_)
+  unread_ = false;
+  for (Conn &c : conns_) {
     if (spinning || c.readable) got |= receive(c);
+    // Its rounds ran out with bytes still there: no new arrival will
+    // report them, so the loop must not sleep on them.
+    unread_ |= c.readable && !c.shut && !c.c->closing();
+  }
   for (Conn *c : send_wanted_)
     send(*c);
   send_wanted_.clear();
@@ -284,9 +287,9 @@ void Reactor::on_readiness(Op &op, int res, unsigned flags) {
     return;
   }
   if (!(flags & IORING_CQE_F_MORE)) c.read_armed = false; // a multishot poll can end (e.g. on CQ overflow)
-  if (res >= 0 || res == -ECANCELED)
-    c.readable = c.readable || res >= 0;
-  else
+  if (res >= 0)
+    c.readable = true;
+  else if (res != -ECANCELED)
     c.c->close(fmt::format("poll: {}", strerror(-res)));
   if (!c.read_armed) arm_readable(c);
 }
@@ -410,7 +413,7 @@ void Reactor::run() {
   arm_tick();
   bool stopping = false;
   while (!finished()) {
-    const bool spinning = poll_ || spin_.spinning(std::chrono::steady_clock::now());
+    const bool spinning = poll_ || unread_ || spin_.spinning(std::chrono::steady_clock::now());
     wait_for_work(spinning);
     drain_completions();
     if (serve_sockets(spinning)) spin_.work(std::chrono::steady_clock::now());

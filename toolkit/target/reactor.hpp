@@ -11,6 +11,7 @@
 // io_recvmsg) and most of the 18-25 us the target added per command. A
 // receive made by the loop itself meets the lock only by chance.
 #pragma once
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <liburing.h>
@@ -61,10 +62,6 @@ private:
     bool read_armed = false;  // the multishot POLLIN is in the ring
     bool write_armed = false; // a POLLOUT after a send that would block
     bool shut = false, cancelled = false;
-    msghdr mh{};
-    std::vector<iovec> iov;
-    msghdr rx_mh{};
-    iovec rx_iov[2]{};
     std::chrono::steady_clock::time_point close_deadline{};
   };
   struct Listener {
@@ -109,6 +106,8 @@ private:
   bool wake_armed_ = false, tick_armed_ = false;
   __kernel_timespec tick_ts_{0, 100 * 1000 * 1000};
   IdleSpin spin_;
+  bool unread_ = false;               // a connection's receive rounds ran out with bytes left
+  std::array<iovec, 256> send_iov_{}; // one send at a time: the loop's, not each connection's
   std::vector<Listener> listeners_;
   Reactor &least_loaded();
   std::vector<std::unique_ptr<Reactor>> *all_ = nullptr;
