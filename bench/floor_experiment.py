@@ -8,11 +8,14 @@ one-way bulk rate), then the engine against mpnvme-target on loopback: QD1
 reads, as ratios to the floor, with CPU time per I/O for fio and target."""
 import contextlib
 import json
+import os
+import pathlib
 import subprocess
 
 from common import check_placement, fio_env, ENGINE, FIO_CPU, FLOOR, STEADY_LOG_MS, TARGET, TARGET_CPU, cpu_seconds, die, fio_json, free_port, log_rate, median_spread, stop, wait_ready
 
 NQN = "nqn.2026-11.io.mpnvme:bench"
+RAMP_S = 1  # fio warm-up before each measured run
 
 
 @contextlib.contextmanager
@@ -37,7 +40,7 @@ def fio(port, pid, opts, seconds, work):
     t0 = cpu_seconds(pid)
     cmd = ["taskset", "-c", str(FIO_CPU), "fio", "--name=bench", f"--ioengine=external:{ENGINE}", "--traddr=127.0.0.1",
            f"--trsvcid={port}", f"--subnqn={NQN}", "--rw=randread", "--size=1g", "--time_based=1", f"--runtime={seconds}",
-           "--ramp_time=1", "--output-format=json", f"--output={out}", f"--write_bw_log={logs}", f"--write_iops_log={logs}",
+           f"--ramp_time={RAMP_S}", "--output-format=json", f"--output={out}", f"--write_bw_log={logs}", f"--write_iops_log={logs}",
            f"--log_avg_msec={STEADY_LOG_MS}"] + opts
     r = subprocess.run(cmd, capture_output=True, text=True, env=fio_env())
     if r.returncode != 0:
@@ -64,7 +67,11 @@ FLOOR_KEYS = ("p50_us", "p99_us", "per_second", "client_cpu_us_per_op", "server_
 
 def run(runs, seconds, work, smoke=False):
     """smoke: the shape only (TCP, QD1 and QD32 with busy and block engines)."""
-    res = {"floor": {}, "engine": []}
+    # Loopback: no path is shaped, both ends use this machine's congestion
+    # control; each cell says so, with its warm-up.
+    res = {"floor": {}, "engine": [], "conditions": {
+        "where": "loopback, host namespace", "kernel": os.uname().release, "seconds": seconds, "ramp_s": RAMP_S,
+        "cc": pathlib.Path("/proc/sys/net/ipv4/tcp_congestion_control").read_text().strip()}}
     for tr in ("tcp",) if smoke else ("tcp", "mptcp"):
         for wait in ("block", "busy"):
             count = "2000" if smoke else "20000"
@@ -129,7 +136,10 @@ def fmt_ms(m):
 def report(res, runs):
     f = res["floor"]
     lines = ["## Floor: raw sockets and the engine on loopback", "",
-             f"Target on CPU {TARGET_CPU}, fio on CPU {FIO_CPU}; medians (min..max) of {runs} runs. Round trips: a "
+             f"Target on CPU {TARGET_CPU}, fio on CPU {FIO_CPU}; medians (min..max) of {runs} runs. "
+             f"{res['conditions']['where'].capitalize()}, Linux {res['conditions']['kernel']}, congestion control "
+             f"{res['conditions']['cc']} at both ends (the machine's default; no path is shaped), fio runs of "
+             f"{res['conditions']['seconds']} s after a {res['conditions']['ramp_s']} s warm-up. Round trips: a "
              "72-byte request answered with 4120 bytes, one at a time or 32 outstanding (both sides sending in batches).", "",
              "| floor | p50 us | p99 us | round trips/s | client CPU us/op | server CPU us/op |", "|---|---|---|---|---|---|"]
     for k, v in f.items():

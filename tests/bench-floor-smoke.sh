@@ -20,6 +20,11 @@ jq -e '.floor.target_cost | (map(.target) | sort) == ["event", "poll"] and
   all(.transport == "tcp" and .floor_p50_us > 0 and .engine_p50_us > 0 and
       ((.cost_us - (.engine_p50_us - .floor_p50_us)) | fabs < 1e-9) and ((.per_floor - .engine_p50_us / .floor_p50_us) | fabs < 1e-9))' \
   "$json" >/dev/null || fail "the target cost rows are missing or inconsistent: $(jq -c '.floor.target_cost' "$json")"
+jq -e --arg k "$(uname -r)" --arg cc "$(cat /proc/sys/net/ipv4/tcp_congestion_control)" \
+  '.floor.conditions | .kernel == $k and .cc == $cc and .ramp_s == 1 and .seconds == 2' "$json" >/dev/null ||
+  fail "the floor does not say its kernel, congestion control and warm-up: $(jq -c '.floor.conditions' "$json")"
+grep -q "congestion control $(cat /proc/sys/net/ipv4/tcp_congestion_control) at both ends" "$out/report.md" ||
+  fail "report.md does not say the floor's congestion control"
 grep -q "^### The target's own cost per command" "$out/report.md" || fail "report.md has no target cost section"
 [[ $(grep -cE '^\| (event|poll) \| tcp \| [0-9.]+ \| [0-9.]+ \| -?[0-9.]+ \| [0-9.]+ \|$' "$out/report.md") == 2 ]] ||
   fail "the target cost table lacks a row per mode: $(grep -A5 "target's own cost" "$out/report.md")"
