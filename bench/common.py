@@ -212,6 +212,15 @@ def start_lab_target(name, target, paths, nqn, ns, log, extra=()):
 
 CONTROL_PORT = 5201  # mpnvme-floor sink, beside the target's 4420 on every path
 ENGINE_GAP = 0.9     # engine / raw control below this: the engine, not the transport, is the limit
+CONTROL_BEATEN = 1.02  # engine / raw control above this: the control is no ceiling and must not be quoted as one
+
+
+def control_flag(engine_per_raw):
+    """The report's mark on engine / raw control: an engine gap, a beaten
+    control, or nothing."""
+    if engine_per_raw is None:
+        return ""
+    return " **engine gap**" if engine_per_raw < ENGINE_GAP else " **control beaten**" if engine_per_raw > CONTROL_BEATEN else ""
 
 
 def start_control_sink(name, paths, log):

@@ -247,8 +247,7 @@ def fmt_raw(d):
     where the engine falls short of the transport (an engine gap) or beats
     the control (which then is no ceiling and must not be quoted as one)."""
     r = d["engine_per_raw"]
-    flag = "" if r is None else " **engine gap**" if r < common.ENGINE_GAP else " **control beaten**" if r > 1.02 else ""
-    return f"{common.spread_text(d['raw_mib_s'])} | {'-' if r is None else f'{r:.2f}'}{flag}"
+    return f"{common.spread_text(d['raw_mib_s'])} | {'-' if r is None else f'{r:.2f}'}{common.control_flag(r)}"
 
 
 def fmt_paths(d):

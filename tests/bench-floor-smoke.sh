@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # bench/run floor --smoke: the floor experiment end to end, checked for the
 # shape of its figures, never for speed: raw round trips, the engine
-# against both target modes, and the target's own cost per command (the
+# against both target modes, 128 KiB reads beside their raw bulk control,
+# and the target's own cost per command (the
 # engine's QD1 p50 minus the busy floor) for each mode, in results.json and
 # in the report.
 set -euo pipefail
@@ -14,8 +15,16 @@ fail() { echo "FAIL: $*"; exit 1; }
 json=$out/results.json
 jq -e '.floor.floor["rtt tcp busy"].p50_us.median > 0 and .floor.floor["rtt tcp block"].p50_us.median > 0' "$json" >/dev/null ||
   fail "no raw round trip figures: $(jq -c '.floor.floor | keys' "$json")"
-jq -e '[.floor.engine[] | .iops.median > 0 and .p50_us.median > 0] | length == 8 and all' "$json" >/dev/null ||
-  fail "expected 8 engine cells that moved data: $(jq -c '[.floor.engine[] | {workload, target, poll}]' "$json")"
+jq -e '[.floor.engine[] | .iops.median > 0 and .p50_us.median > 0] | length == 10 and all' "$json" >/dev/null ||
+  fail "expected 10 engine cells that moved data: $(jq -c '[.floor.engine[] | {workload, target, poll}]' "$json")"
+jq -e '.floor.floor | .["bulk tcp block"].mib_s.median > 0 and .["bulk tcp busy"].mib_s.median > 0' "$json" >/dev/null ||
+  fail "no raw bulk floors for both wait modes: $(jq -c '.floor.floor | keys' "$json")"
+# Every 128 KiB read row has its own raw control, measured beside it.
+jq -e '[.floor.engine[] | select(.workload | startswith("128k"))] | length == 2 and
+  all(.control_mib_s.median > 0 and .control_mib_s.min <= .control_mib_s.max)' "$json" >/dev/null ||
+  fail "the 128 KiB rows lack their raw control: $(jq -c '[.floor.engine[] | select(.workload | startswith("128k"))]' "$json")"
+[[ $(grep -cE '^\| (event|poll) \| tcp \| block \| [0-9.]+ \([0-9.]+\.\.[0-9.]+\) \| [0-9.]+ \([0-9.]+\.\.[0-9.]+\) \| [0-9.]+( \*\*(engine gap|control beaten)\*\*)? \|$' "$out/report.md") == 2 ]] ||
+  fail "report.md lacks the 128 KiB rows against their control: $(grep -A6 'against their raw ceiling' "$out/report.md")"
 jq -e '.floor.target_cost | (map(.target) | sort) == ["event", "poll"] and
   all(.transport == "tcp" and .floor_p50_us > 0 and .engine_p50_us > 0 and
       ((.cost_us - (.engine_p50_us - .floor_p50_us)) | fabs < 1e-9) and ((.per_floor - .engine_p50_us / .floor_p50_us) | fabs < 1e-9))' \
