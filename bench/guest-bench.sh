@@ -5,16 +5,21 @@
 # kernel has netem, the nvme-tcp host and native multipath. Each cell is
 # the engine (fio with fio-mpnvme.so) or the kernel host (mpnvme-nvmet
 # connect --job, mpnvme-iopolicy, fio libaio on the multipath device)
-# against mpnvme-target --job serving the same job file. One line per run
+# against mpnvme-target --job serving the same job file, or the raw
+# control (mpnvme-floor stream against mpnvme-floor sink: the engine's
+# connections, direction and time over bare sockets). One line per run
 # on the console: "BENCH TAG JSON", then "BENCH-DONE".
 #   /files/params: PATHS RATE_MBIT DELAY_MS LOSS_PCT RUNTIME RAMP PRELOAD (shell
 #                  variables; PRELOAD: the ASan runtime of a sanitizer build)
 #   /files/plan:   CONDITION SIDE TRANSPORT IOPOLICY RW TAG, one per line
+#                  (SIDE: engine, kernel or raw)
 set -uo pipefail
 export PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin # iproute2 before busybox's applets
 source /files/params
 LAB="bash /files/mpnvme-lab -n g"
 JOB=/files/guest-seed.fio
+JOBS=2             # guest-seed.fio's numjobs: the engine's connections per path
+CONTROL_PORT=5201  # mpnvme-floor sink, beside the target's 4420 on every path
 export MPNVME_ENGINE=/usr/local/bin/fio-mpnvme.so MPNVME_SUBNQN=nqn.2026-12.io.mpnvme:guest-seed
 MPNVME_TRADDR=10.1.1.1
 for ((i = 2; i <= PATHS; i++)); do MPNVME_TRADDR+=,10.1.$i.1; done
@@ -57,8 +62,15 @@ up() { # CONDITION: the lab and mpnvme-target --job serving every path
   # The target listens MPTCP: plain TCP hosts (the kernel's, the engine's
   # tcp cells) are served by the fallback to TCP.
   MPNVME_TRANSPORT=mptcp $LAB exec target mpnvme-target --job "$JOB" --log-level warn >/tmp/target-$cond.log 2>&1 &
-  for _ in $(seq 100); do grep -q 'mpnvme-target: ready' /tmp/target-$cond.log && return 0; sleep 0.2; done
-  say "target-failed $cond $(tail -3 /tmp/target-$cond.log | tr '\n' ' ')"
+  local listen=10.1.1.1:$CONTROL_PORT i
+  for ((i = 2; i <= PATHS; i++)); do listen+=,10.1.$i.1:$CONTROL_PORT; done
+  $LAB exec target mpnvme-floor sink --listen "$listen" --transport mptcp >/tmp/sink-$cond.log 2>&1 &
+  ready target "$cond" 'mpnvme-target: ready' && ready sink "$cond" 'mpnvme-floor: sink ready'
+}
+
+ready() { # WHO CONDITION LINE: wait (bounded) for WHO's ready line in its log
+  for _ in $(seq 100); do grep -q "$3" "/tmp/$1-$2.log" && return 0; sleep 0.2; done
+  say "$1-failed $2 $(tail -3 "/tmp/$1-$2.log" | tr '\n' ' ')"
   return 1
 }
 
@@ -69,6 +81,18 @@ engine_cell() { # TAG TRANSPORT IOPOLICY RW (mptcp1: one MPTCP connection, on pa
     env ${PRELOAD:+LD_PRELOAD=$PRELOAD ASAN_OPTIONS=detect_leaks=0:abort_on_error=1} fio "$JOB" "${BWLOG[@]}" --output-format=json \
     --output=/tmp/$1.json >/tmp/$1.log 2>&1 || { failed "$1" "$(tail -2 /tmp/$1.log)"; return; }
   result "$1" "${4#rand}" /tmp/$1.json
+}
+
+raw_cell() { # TAG TRANSPORT IOPOLICY RW: the engine cell's connections over bare sockets
+  local transport=$2 paths=$PATHS connect="" i j out
+  # numa sends every command down one path; mptcp1 is one connection (per
+  # job) on path 1 whose subflows join the rest.
+  [[ $3 == numa || $2 == mptcp1 ]] && paths=1
+  [[ $2 == mptcp1 ]] && transport=mptcp
+  for ((i = 1; i <= paths; i++)); do for ((j = 0; j < JOBS; j++)); do connect+=${connect:+,}10.1.$i.1:$CONTROL_PORT; done; done
+  out=$($LAB exec host mpnvme-floor stream --connect "$connect" --transport "$transport" --direction "${4#rand}" \
+    --ramp "$RAMP" --seconds "$RUNTIME" 2>&1) || { failed "$1" "mpnvme-floor stream: $out"; return; }
+  say "$1 $(jq -c '{mib_s, subflows, connections}' <<<"$out")"
 }
 
 kernel_cell() { # TAG IOPOLICY RW: the kernel host, connected from the lab's host namespace
@@ -103,7 +127,11 @@ while read -r cond side transport policy rw tag; do
     current=$cond
     say "lab $cond $($LAB status | grep -m2 -E 'qdisc (netem|tbf)' | tr -s ' ' | tr '\n' ';')"
   fi
-  if [[ $side == engine ]]; then engine_cell "$tag" "$transport" "$policy" "$rw"; else kernel_cell "$tag" "$policy" "$rw"; fi
+  case $side in
+  engine) engine_cell "$tag" "$transport" "$policy" "$rw" ;;
+  raw) raw_cell "$tag" "$transport" "$policy" "$rw" ;;
+  *) kernel_cell "$tag" "$policy" "$rw" ;;
+  esac
 done </files/plan
 [[ -n $current ]] && loss_counters "$current"
 $LAB down >/dev/null

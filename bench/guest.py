@@ -43,12 +43,15 @@ def cells(full):
     """(side, transport, iopolicy): the engine's TCP and MPTCP cells and the
     kernel host's TCP cell for each policy the kernel has, and one MPTCP
     connection for all paths (mptcp1: path 1, the subflows join the rest;
-    --full only, like the policies other than round-robin)."""
+    --full only, like the policies other than round-robin); a raw control
+    (side raw) for every engine cell."""
     policies = ("numa", "round-robin", "queue-depth") if full else ("round-robin",)
     out = []
     for p in policies:
         out += [("engine", "tcp", p), ("kernel", "tcp", p), ("engine", "mptcp", p)]
-    return out + [("engine", "mptcp1", "numa")] if full else out
+    out += [("engine", "mptcp1", "numa")] if full else []
+    # Each engine cell's raw control: its connections over bare sockets.
+    return out + [("raw", t, p) for side, t, p in out if side == "engine"]
 
 
 def guest_binaries():
@@ -57,7 +60,8 @@ def guest_binaries():
     if None in progs:
         common.die("the guest needs bash, iproute2, nftables, jq and fio on this machine")
     b = common.BUILD
-    ours = [common.ENGINE, common.TARGET, b / "toolkit" / "nvmet" / "mpnvme-nvmet", b / "toolkit" / "iopolicy" / "mpnvme-iopolicy"]
+    ours = [common.ENGINE, common.TARGET, common.FLOOR, b / "toolkit" / "nvmet" / "mpnvme-nvmet",
+            b / "toolkit" / "iopolicy" / "mpnvme-iopolicy"]
     for f in ours:
         if not f.exists():
             common.die(f"{f} is missing: run make first")
@@ -91,7 +95,10 @@ def run(full, runs, work, smoke=False, kernel="6.12"):
         for side, transport, pol in chosen:
             for rw in rws:
                 for i in range(runs):
-                    plan.append(f"{cond} {side} {transport} {pol} {rw} {cond}-{side}-{transport}-{pol}-{rw}-{i}")
+                    if side == "raw":
+                        continue  # run right after its engine run: the same lab state for both
+                    for s in (side, "raw") if side == "engine" else (side,):
+                        plan.append(f"{cond} {s} {transport} {pol} {rw} {cond}-{s}-{transport}-{pol}-{rw}-{i}")
     gdir = work / f"guest-{re.sub(r'[^A-Za-z0-9.]', '_', kernel)}"
     gdir.mkdir()
     (gdir / "plan").write_text("\n".join(plan) + "\n")
@@ -176,8 +183,10 @@ def parse(text, paths, conditions, chosen, rws, runs, runtime, ramp, boot_s, tot
                 failed = [r["failed"] for r in rows if "failed" in r or r.get("error")]
                 ok = [r for r in rows if "mib_s" in r and not r.get("error")]
                 cell[rw] = {"mib_s": common.median_spread([r["mib_s"] for r in ok]) if ok else None,
-                            "clat_p99_us": common.median_spread([r["clat_p99_us"] for r in ok]) if ok else None,
+                            "clat_p99_us": common.median_spread([r["clat_p99_us"] for r in ok]) if ok and side != "raw" else None,
                             "failed": failed}
+                if side == "raw" and ok:  # measured: the subflows each control connection had
+                    cell[rw]["subflows"] = ok[-1]["subflows"]
             res["cells"].append(cell)
     return res
 
@@ -234,6 +243,7 @@ def report(res, runs):
             one.append(f"| {cond} | {fmt(c['randread'], line)} | {fmt(c['randwrite'], line)} |")
     if len(one) > 5:  # rows beyond the header: --full ran the one-connection cells
         lines += one
+    lines += controls_table(res, by, ratio)
     def lossless(transports):
         return [c[rw]["mib_s"]["median"] / line for c in res["cells"] if c["condition"] == "lossless"
                 and c["transport"] in transports for rw in ("randread", "randwrite") if c[rw]["mib_s"]]
@@ -255,6 +265,37 @@ def report(res, runs):
     if notes:
         lines += ["", "Guest notes:", ""] + [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
+
+
+def controls_table(res, by, ratio):
+    """Each engine cell beside its raw control (and the kernel host's TCP
+    cell beside the same control), flagged where the engine falls short of
+    the transport or beats the control."""
+    line = res["line_mib_s"]
+    head = ["", "Raw controls: each engine run was followed by the same connections over bare sockets (mpnvme-floor "
+            "stream against mpnvme-floor sink in the same lab: 2 per path as the engine's 2 jobs, one path for numa, "
+            "the same direction, ramp and time). engine / raw below "
+            f"{common.ENGINE_GAP} is an engine gap; the kernel host is set beside the same TCP control.", "",
+            "| condition | iopolicy | transport | raw read | engine / raw | kernel / raw | raw write | engine / raw | "
+            "kernel / raw | raw subflows |", "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = []
+
+    def flagged(a, b):
+        r = ratio(a, b)
+        return r + (common.control_flag(float(r)) if r != "-" else "")
+
+    for cell in res["cells"]:
+        if cell["side"] != "raw":
+            continue
+        key = (cell["condition"], cell["transport"], cell["iopolicy"])
+        e, k = by.get((key[0], "engine", key[1], key[2])), by.get((key[0], "kernel", key[1], key[2]))
+        out = [cell["condition"], cell["iopolicy"], cell["transport"]]
+        for rw in ("randread", "randwrite"):
+            out += [fmt(cell[rw], line), flagged(e[rw], cell[rw]) if e else "-", ratio(k[rw], cell[rw]) if k else "-"]
+        subflows = next((cell[rw].get("subflows") for rw in ("randread", "randwrite") if cell[rw].get("subflows")), None)
+        out.append("+".join(map(str, subflows)) if subflows and cell["transport"] != "tcp" else "-")
+        rows.append("| " + " | ".join(out) + " |")
+    return head + rows if rows else []
 
 
 def guest_kernel(res):

@@ -5,7 +5,8 @@
 # inside it, mpnvme-target --job, the engine, the kernel host connected by
 # mpnvme-nvmet connect --job), checked for shape, never for speed: both
 # cells moved data, the lab had its scaled delay, the loss rules dropped
-# packets, and the report has the engine / kernel ratio.
+# packets, the raw control ran with the engine's connections, and the
+# report has the engine / kernel, engine / raw and kernel / raw ratios.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d /tmp/mpnvme-bench-guest.XXXXXX)
@@ -13,8 +14,8 @@ trap 'rm -rf "$out"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 "$root/bench/run" guest --smoke --out "$out" >"$out/run.log" 2>&1 || { tail -30 "$out/run.log"; fail "bench/run guest"; }
 json=$out/results.json
-jq -e '.guest.cells | length == 2' "$json" >/dev/null || fail "expected 2 cells: $(jq -c '.guest.cells' "$json")"
-for side in engine kernel; do
+jq -e '.guest.cells | length == 3' "$json" >/dev/null || fail "expected 3 cells: $(jq -c '.guest.cells' "$json")"
+for side in engine kernel raw; do
   mib=$(jq -r --arg s "$side" '.guest.cells[] | select(.side == $s) | .randread.mib_s.median // "none"' "$json")
   awk -v m="$mib" 'BEGIN { exit !(m > 0) }' || fail "$side cell moved no data: $(jq -c --arg s "$side" '.guest.cells[] | select(.side == $s)' "$json")"
   echo "ok: $side tcp round-robin read on the lossy paths: $mib MiB/s"
@@ -28,5 +29,10 @@ dropped=$(jq -r '.guest.counters.lossy.dropped' "$json")
 echo "ok: the loss rules dropped $dropped packets"
 grep -qE '^\| lossy \| round-robin \| [0-9.]+ \([0-9.]+\) \| [0-9.]+ \([0-9.]+\) \| [0-9.]+ \|' "$out/report.md" ||
   fail "report.md lacks the engine / kernel row: $(grep -A4 '^| condition' "$out/report.md")"
+# The engine's raw control: 2 connections per path (its 2 jobs), beside it.
+jq -e '.guest.cells[] | select(.side == "raw") | .randread.subflows | length == 4' "$json" >/dev/null ||
+  fail "the raw control did not use the engine's 4 connections: $(jq -c '.guest.cells[] | select(.side == "raw")' "$json")"
+grep -qE '^\| lossy \| round-robin \| tcp \| [0-9.]+ \([0-9.]+\) \| [0-9.]+\.[0-9]+( \*\*[a-z ]+\*\*)? \| [0-9.]+\.[0-9]+ \|' "$out/report.md" ||
+  fail "report.md lacks the engine / raw and kernel / raw row: $(grep -A4 '^Raw controls' "$out/report.md")"
 grep -A3 '^| condition' "$out/report.md"
 echo PASS
