@@ -39,19 +39,41 @@ BWLOG=(--write_bw_log=/tmp/bw --log_avg_msec=500)
 # steady: MiB/s from the jobs' bandwidth logs after their first interval,
 # each interval weighted by its length (as bench/common.py's steady_mib_s,
 # which says why neither fio's own figure nor the mean of the rates).
+# steady [FROM_MS]: the same over the intervals that end after FROM_MS
+# (the second half of a run: whether it was still ramping up).
 steady() {
-  awk -F, 'FNR == 1 { if (span > 0) total += kib / span; kib = 0; span = 0; first = $1 }
-    FNR > 1 { kib += $2 * ($1 - prev) / 1000; span = ($1 - first) / 1000 } { prev = $1 }
+  awk -F, -v from="${1:-0}" 'FNR == 1 { if (span > 0) total += kib / span; kib = 0; span = 0; first = -1 }
+    FNR > 1 && $1 > from { if (first < 0) first = prev; kib += $2 * ($1 - prev) / 1000; span = ($1 - first) / 1000 } { prev = $1 }
     END { if (span > 0) total += kib / span; print total / 1024 }' /tmp/bw_bw.*.log
 }
 
 # result TAG read|write FILE: the run as one JSON line, then its logs go.
 result() {
   local rw=$2
-  say "$1 $(sed -n '/^{/,$p' "$3" | jq -c --arg rw "$rw" --argjson steady "$(steady)" '.jobs[0] | {mib_s: $steady,
+  say "$1 $(sed -n '/^{/,$p' "$3" | jq -c --arg rw "$rw" --argjson steady "$(steady)" --argjson late "$(steady $((RUNTIME * 500)))" \
+    '.jobs[0] | {mib_s: $steady, late_mib_s: $late,
     fio_mib_s: (.[$rw].bw_bytes / 1048576), io_bytes: .[$rw].io_bytes,
     clat_p99_us: (.[$rw].clat_ns.percentile["99.000000"] / 1000), error}')"
   rm -f /tmp/bw_bw.*.log
+}
+
+# The kernel's TCP and MPTCP counters of both lab namespaces, "SIDE.Group.Name value"
+# per line (/proc/net/netstat and snmp: a names line, then a values line).
+snapshot() {
+  local side
+  for side in host target; do
+    $LAB exec $side cat /proc/net/netstat /proc/net/snmp | awk -v side=$side '
+      { g = substr($1, 1, length($1) - 1) } seen[g] { for (i = 2; i <= NF; i++) print side "." g "." name[g, i], $i; next }
+      { seen[g] = 1; for (i = 2; i <= NF; i++) name[g, i] = $i }'
+  done
+}
+
+# counters TAG BEFORE: what changed during the run, one JSON line (the
+# TCP, TcpExt and MPTcpExt counters that moved).
+counted() {
+  snapshot >/tmp/after
+  say "$1-counters $(awk 'NR == FNR { b[$1] = $2; next } $1 ~ /\.(Tcp|TcpExt|MPTcpExt)\./ && $2 != b[$1] && $2 ~ /^[0-9]+$/ {
+    printf "%s\"%s\": %d", n++ ? ", " : "{", $1, $2 - b[$1] } END { print n ? "}" : "{}" }' "$2" /tmp/after)"
 }
 
 up() { # CONDITION: the lab and mpnvme-target --job serving every path
@@ -127,11 +149,13 @@ while read -r cond side transport policy rw tag; do
     current=$cond
     say "lab $cond $($LAB status | grep -m2 -E 'qdisc (netem|tbf)' | tr -s ' ' | tr '\n' ';')"
   fi
+  snapshot >/tmp/before
   case $side in
   engine) engine_cell "$tag" "$transport" "$policy" "$rw" ;;
   raw) raw_cell "$tag" "$transport" "$policy" "$rw" ;;
   *) kernel_cell "$tag" "$policy" "$rw" ;;
   esac
+  counted "$tag" /tmp/before
 done </files/plan
 [[ -n $current ]] && loss_counters "$current"
 $LAB down >/dev/null

@@ -17,6 +17,7 @@ host and native multipath.
   (bench/guest-seed.fio); the report gives engine / kernel per cell.
 Everything (lab namespaces, target, engine, kernel host, fio) runs in the
 guest; bench/guest-bench.sh is its runner."""
+import dataclasses
 import json
 import os
 import pathlib
@@ -32,8 +33,6 @@ from seed000 import PUBLISHED, mbit_to_mib_s
 # not boot with 2 under TCG) keeps 4 x 40 Mbit of TCP at 0.95 of the line.
 RATE_MBIT = 40
 PATHS = 4
-SCALE = 1000 // RATE_MBIT
-DELAY_MS = 5 * SCALE
 LOSS_PCT = 0.5
 HERE = pathlib.Path(__file__).resolve().parent
 LABSH = common.ROOT / "tests" / "kernel" / "lab.sh"
@@ -76,20 +75,47 @@ def asan_runtime():
     return m.group(1) if m else ""
 
 
+@dataclasses.dataclass
+class Shape:
+    """What one guest run measures: the paths (rate per path; the delay of
+    the lossy condition scaled with it from the selftest's 5 ms at 1 Gbit),
+    the run's time, and which cells in which conditions and directions."""
+    rate_mbit: float = RATE_MBIT
+    paths: int = PATHS
+    runtime: int = 8
+    ramp: int = 3
+    conditions: tuple = ("lossless", "lossy")
+    rws: tuple = ("randread", "randwrite")
+    cells: list = dataclasses.field(default_factory=lambda: cells(False))
+
+    @property
+    def scale(self):
+        return 1000 / self.rate_mbit
+
+    @property
+    def delay_ms(self):
+        return 5 * self.scale
+
+
 def run(full, runs, work, smoke=False, kernel="6.12"):
     """smoke: the lossy condition only, 2 paths, the engine's and the
     kernel's TCP round-robin reads, 2 s runs: the functional check make
     check runs (each controller's set-up costs about ten 250 ms round trips
     under emulation)."""
-    paths = 2 if smoke else PATHS
-    runtime, ramp = (15, 5) if full else (2, 1) if smoke else (8, 3)
+    if smoke:
+        shape = Shape(paths=2, runtime=2, ramp=1, conditions=("lossy",), rws=("randread",),
+                      cells=[c for c in cells(False) if c[1] == "tcp"])
+    else:
+        shape = Shape(runtime=15 if full else 8, ramp=5 if full else 3, cells=cells(full))
     # Each guest run costs its runtime and about 20 s of set-up under
     # emulation: --full (3 policies, the one-connection cells) takes 3 runs
     # per figure, about 80 minutes, not the 5 of the other experiments.
-    runs = min(runs, 3)
-    conditions = ("lossy",) if smoke else ("lossless", "lossy")
-    rws = ("randread",) if smoke else ("randread", "randwrite")
-    chosen = [c for c in cells(full) if not smoke or c[1] == "tcp"]
+    return execute(shape, min(runs, 3), work, kernel)
+
+
+def execute(shape, runs, work, kernel, name="guest"):
+    """The shape's plan in one guest boot; its results (parse)."""
+    paths, runtime, ramp, conditions, rws, chosen = shape.paths, shape.runtime, shape.ramp, shape.conditions, shape.rws, shape.cells
     plan = []
     for cond in conditions:
         for side, transport, pol in chosen:
@@ -99,10 +125,10 @@ def run(full, runs, work, smoke=False, kernel="6.12"):
                         continue  # run right after its engine run: the same lab state for both
                     for s in (side, "raw") if side == "engine" else (side,):
                         plan.append(f"{cond} {s} {transport} {pol} {rw} {cond}-{s}-{transport}-{pol}-{rw}-{i}")
-    gdir = work / f"guest-{re.sub(r'[^A-Za-z0-9.]', '_', kernel)}"
+    gdir = work / f"{name}-{re.sub(r'[^A-Za-z0-9.]', '_', kernel)}"
     gdir.mkdir()
     (gdir / "plan").write_text("\n".join(plan) + "\n")
-    (gdir / "params").write_text(f"PATHS={paths} RATE_MBIT={RATE_MBIT} DELAY_MS={DELAY_MS} LOSS_PCT={LOSS_PCT} RUNTIME={runtime} RAMP={ramp} "
+    (gdir / "params").write_text(f"PATHS={paths} RATE_MBIT={shape.rate_mbit:g} DELAY_MS={shape.delay_ms:g} LOSS_PCT={LOSS_PCT} RUNTIME={runtime} RAMP={ramp} "
                                  f"PRELOAD={asan_runtime()}\n")
     setup = gdir / "setup.sh"
     setup.write_text("/usr/local/bin/bash /files/guest-bench.sh > /dev/console 2>&1 &\n")
@@ -148,17 +174,19 @@ def run(full, runs, work, smoke=False, kernel="6.12"):
     finally:
         subprocess.run(["ip", "netns", "exec", netns, str(LABSH), "stop", str(state)], capture_output=True)
         subprocess.run(["ip", "netns", "del", netns], capture_output=True)
-    res = parse(text, paths, conditions, chosen, rws, runs, runtime, ramp, boot_s, time.monotonic() - started)
+    res = parse(text, shape, runs, boot_s, time.monotonic() - started)
     res["kernel_asked"] = kernel
     return res
 
 
-def parse(text, paths, conditions, chosen, rws, runs, runtime, ramp, boot_s, total_s):
-    by_tag, notes, counters, splits, labs = {}, [], {}, {}, []
+def parse(text, shape, runs, boot_s, total_s):
+    by_tag, notes, counters, splits, labs, kernel_counters = {}, [], {}, {}, [], {}
     for line in text.splitlines():
         m = re.match(r"BENCH (\S+) (\S+ )?(\{.*\})\s*$", line.replace("\r", ""))
         if m and m.group(1) == "counters":
             counters[m.group(2).strip()] = json.loads(m.group(3))
+        elif m and m.group(1).endswith("-counters"):
+            kernel_counters[m.group(1)[:-len("-counters")]] = json.loads(m.group(3))
         elif m and not m.group(2):
             by_tag[m.group(1)] = json.loads(m.group(3))
         elif re.match(r"BENCH \S+-paths ", line):
@@ -168,23 +196,29 @@ def parse(text, paths, conditions, chosen, rws, runs, runtime, ramp, boot_s, tot
             labs.append(line[10:].strip())
         elif line.startswith("BENCH "):
             notes.append(line[6:].strip())
-    res = {"rate_mbit": RATE_MBIT, "paths": paths, "delay_ms": DELAY_MS, "scale": SCALE, "loss_pct": LOSS_PCT,
-           "runtime_s": runtime, "ramp_s": ramp, "runs": runs, "boot_s": boot_s, "total_s": total_s, "line_mib_s": mbit_to_mib_s(paths * RATE_MBIT),
+    res = {"rate_mbit": shape.rate_mbit, "paths": shape.paths, "delay_ms": shape.delay_ms, "scale": shape.scale,
+           "loss_pct": LOSS_PCT, "runtime_s": shape.runtime, "ramp_s": shape.ramp, "runs": runs, "boot_s": boot_s,
+           "total_s": total_s, "line_mib_s": mbit_to_mib_s(shape.paths * shape.rate_mbit),
            "notes": notes, "counters": counters,
            "kernel_path_split": splits, "labs": labs, "cells": []}
-    for cond in conditions:
-        for side, transport, pol in chosen:
+    for cond in shape.conditions:
+        for side, transport, pol in shape.cells:
             cell = {"condition": cond, "side": side, "transport": transport, "iopolicy": pol}
             for rw in ("randread", "randwrite"):
-                if rw not in rws:
+                if rw not in shape.rws:
                     cell[rw] = {"mib_s": None, "clat_p99_us": None, "failed": ["not run"]}
                     continue
-                rows = [by_tag.get(f"{cond}-{side}-{transport}-{pol}-{rw}-{i}", {"failed": "no result"}) for i in range(runs)]
+                tags = [f"{cond}-{side}-{transport}-{pol}-{rw}-{i}" for i in range(runs)]
+                rows = [by_tag.get(t, {"failed": "no result"}) for t in tags]
                 failed = [r["failed"] for r in rows if "failed" in r or r.get("error")]
                 ok = [r for r in rows if "mib_s" in r and not r.get("error")]
                 cell[rw] = {"mib_s": common.median_spread([r["mib_s"] for r in ok]) if ok else None,
                             "clat_p99_us": common.median_spread([r["clat_p99_us"] for r in ok]) if ok and side != "raw" else None,
-                            "failed": failed}
+                            "failed": failed,
+                            # the second half of each run alone: still ramping up when above mib_s
+                            "late_mib_s": common.median_spread([r["late_mib_s"] for r in ok]) if ok and "late_mib_s" in ok[0] else None,
+                            # what the kernel counted in each run (both namespaces), by run
+                            "kernel_counters": [kernel_counters.get(t, {}) for t in tags]}
                 if side == "raw" and ok:  # measured: the subflows each control connection had
                     cell[rw]["subflows"] = ok[-1]["subflows"]
             res["cells"].append(cell)
