@@ -36,9 +36,10 @@ static int check_option(unsigned int i, const char *value) {
 }
 #define SLOTS(X)                                                                                                                 \
   X(0)                                                                                                                           \
-  X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22)     \
-      X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32) X(33) X(34) X(35) X(36) X(37) X(38) X(39) X(40) X(41) X(42)    \
-          X(43) X(44) X(45) X(46) X(47)
+  X(1)                                                                                                                           \
+  X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23)    \
+      X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32) X(33) X(34) X(35) X(36) X(37) X(38) X(39) X(40) X(41) X(42) X(43)    \
+          X(44) X(45) X(46) X(47)
 #define CHECK_SLOT(n)                                                                                                            \
   static int check_slot_##n(void *data, const char *v) { return check_option(n, v); }
 SLOTS(CHECK_SLOT)
@@ -97,6 +98,23 @@ static void describe_job(struct thread_data *td, struct mpnvme_job *j) {
   if (!j->uses_trim) j->min_bs[DDIR_TRIM] = j->max_bs[DDIR_TRIM] = 0;
 }
 
+/* fio keeps every option as it was given, to print them among the "job
+ * options" of its JSON output: a secret given inline is shown there as
+ * "(not shown)". The parent's list is the one fio prints. */
+static void hide_secrets(struct thread_data *td) {
+  struct flist_head *e;
+
+  flist_for_each(e, &td->opt_list) {
+    struct print_option *p = flist_entry(e, struct print_option, list);
+    char *blank;
+
+    if (!p->value || !mpnvme_option_is_secret(p->name) || !(blank = strdup("(not shown)"))) continue;
+    memset(p->value, 0, strlen(p->value));
+    free(p->value);
+    p->value = blank;
+  }
+}
+
 /* fio setup: parent process, before jobs fork. Size the "file" from the
  * namespace so that size= may be omitted. */
 static int mpnvme_fio_setup(struct thread_data *td) {
@@ -104,6 +122,7 @@ static int mpnvme_fio_setup(struct thread_data *td) {
   unsigned long long bytes = 0;
 
   mpnvme_set_log_writer(write_fio_log);
+  hide_secrets(td);
   if (!td->files_index) {
     add_file(td, td->o.filename ? td->o.filename : "mpnvme", 0, 0);
     td->o.nr_files = td->o.nr_files ?: 1;

@@ -39,6 +39,10 @@ const struct mpnvme_option_def *mpnvme_option_at(unsigned int i);
  * reason, which names the option, in msg. */
 int mpnvme_check_option(unsigned int i, const char *value, char *msg, unsigned long msg_size);
 
+/* Non-zero when the option's value is a secret (DH-HMAC-CHAP keys): fio
+ * must not show it (the glue blanks it in fio's "job options"). */
+int mpnvme_option_is_secret(const char *name);
+
 #ifdef __cplusplus
 }
 #endif

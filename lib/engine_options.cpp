@@ -1,14 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "engine_options.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <fmt/format.h>
 #include <stdexcept>
 
+#include "log.hpp"
+
 namespace mpnvme {
 
 namespace {
+
+std::invalid_argument bad(const char *option, const std::string &value, const std::string &accepted) {
+  return std::invalid_argument(fmt::format("{}={}: invalid value (accepted: {})", option, value, accepted));
+}
 
 // Options whose meaning depends on others (traddr needs trsvcid, the
 // binding lists need the number of paths, the host ID the host NQN) are
@@ -16,7 +23,27 @@ namespace {
 struct Draft {
   EngineOptions e;
   std::string traddr, trsvcid, host_traddr, host_iface, hostnqn, hostid;
+  // DH-HMAC-CHAP: a secret given inline and one read from a file are
+  // exclusive; files are read once every option is known.
+  std::optional<dhchap::Secret> secret, ctrl_secret;
+  std::string secret_file, ctrl_secret_file;
 };
+
+// A comma-separated list of names, each converted by `from` (dhchap_hash=, dhchap_dhgroup=).
+template <typename T, typename From>
+std::vector<T> name_list(const char *option, const std::string &v, From from, const std::string &accepted) {
+  std::vector<T> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = v.find(',', start);
+    const std::string item = v.substr(start, comma - start);
+    const auto got = from(item);
+    if (!got) throw bad(option, v, accepted);
+    if (std::find(out.begin(), out.end(), *got) == out.end()) out.push_back(*got);
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
+}
 
 // `choice`: the value's index in the entry's choices (0 for free text).
 using Apply = void (*)(Draft &, const char *name, const std::string &value, unsigned choice);
@@ -24,11 +51,11 @@ using Apply = void (*)(Draft &, const char *name, const std::string &value, unsi
 struct EngineOption {
   mpnvme_option_def def;
   Apply apply;
+  // The value is a secret. fio echoes a value its parse-time check
+  // refuses, so these are checked when the job starts instead, with
+  // messages that never show the value.
+  bool secret = false;
 };
-
-std::invalid_argument bad(const char *option, const std::string &value, const std::string &accepted) {
-  return std::invalid_argument(fmt::format("{}={}: invalid value (accepted: {})", option, value, accepted));
-}
 
 // A decimal number in min..max.
 unsigned number(const char *option, const std::string &v, unsigned min, unsigned max, const std::string &accepted) {
@@ -230,6 +257,49 @@ constexpr EngineOption kOptions[] = {
       "(issue time is stamped at the send); 0 sends at every commit",
       {kNo, kYes}},
      APPLY(d.e.defer_send = choice == 1)},
+    {{"dhchap_secret",
+      "DH-HMAC-CHAP host secret",
+      nullptr,
+      "The host's DH-HMAC-CHAP secret (DHHC-1:NN:BASE64: as nvme gen-dhchap-key prints it): authenticate every queue "
+      "where the controller asks for it; never logged",
+      {}},
+     APPLY(d.secret = dhchap::parse_secret(v, name)),
+     true},
+    {{"dhchap_ctrl_secret",
+      "DH-HMAC-CHAP controller secret",
+      nullptr,
+      "The controller's DH-HMAC-CHAP secret: bidirectional authentication on every queue, a controller that cannot prove it "
+      "holds this secret is not used; needs dhchap_secret; never logged",
+      {}},
+     APPLY(d.ctrl_secret = dhchap::parse_secret(v, name)),
+     true},
+    {{"dhchap_secret_file",
+      "DH-HMAC-CHAP host secret file",
+      nullptr,
+      "A file whose first line is the host's secret (instead of dhchap_secret=, keeps it out of ps and job files; warns "
+      "when others may read it)",
+      {}},
+     APPLY(d.secret_file = v)},
+    {{"dhchap_ctrl_secret_file",
+      "DH-HMAC-CHAP controller secret file",
+      nullptr,
+      "A file whose first line is the controller's secret (instead of dhchap_ctrl_secret=)",
+      {}},
+     APPLY(d.ctrl_secret_file = v)},
+    {{"dhchap_hash",
+      "DH-HMAC-CHAP hash functions",
+      "sha256,sha384,sha512",
+      "The hash functions offered to the controller, comma-separated: sha256, sha384, sha512 (or hmac(sha256), ...)",
+      {}},
+     APPLY(d.e.auth.hashes = name_list<dhchap::Hash>(name, v, dhchap::hash_from_name, "a list of sha256, sha384, sha512"))},
+    {{"dhchap_dhgroup",
+      "DH-HMAC-CHAP DH groups",
+      "null,ffdhe2048,ffdhe3072,ffdhe4096,ffdhe6144,ffdhe8192",
+      "The Diffie-Hellman groups offered to the controller, comma-separated: null (no exchange), ffdhe2048, ffdhe3072, "
+      "ffdhe4096, ffdhe6144, ffdhe8192",
+      {}},
+     APPLY(d.e.auth.groups = name_list<dhchap::DhGroup>(
+               name, v, dhchap::dhgroup_from_name, "a list of null, ffdhe2048, ffdhe3072, ffdhe4096, ffdhe6144, ffdhe8192"))},
     {{"mptcp_join_wait",
       "Wait for MPTCP joins",
       "0",
@@ -276,6 +346,25 @@ void apply_one(const EngineOption &o, Draft &d, const std::string &v) {
   o.apply(d, o.def.name, v, choice);
 }
 
+void warn_secret_file(const std::string &msg) { log().warn("{}", msg); }
+
+// One secret from its inline option or its file option, never both.
+std::optional<dhchap::Secret> one_secret(std::optional<dhchap::Secret> &inline_secret, const std::string &file,
+                                         const char *option, const char *file_option) {
+  if (inline_secret && !file.empty())
+    throw std::invalid_argument(fmt::format("{} and {}: give the secret once", option, file_option));
+  if (!file.empty()) return dhchap::read_secret_file(file, file_option, warn_secret_file);
+  return std::move(inline_secret);
+}
+
+void combine_auth(Draft &d) {
+  d.e.auth.secret = one_secret(d.secret, d.secret_file, "dhchap_secret", "dhchap_secret_file");
+  d.e.auth.ctrl_secret = one_secret(d.ctrl_secret, d.ctrl_secret_file, "dhchap_ctrl_secret", "dhchap_ctrl_secret_file");
+  if (d.e.auth.ctrl_secret && !d.e.auth.secret)
+    throw std::invalid_argument("dhchap_ctrl_secret: needs dhchap_secret (the controller is authenticated in the same "
+                                "transaction as the host)");
+}
+
 // The options that need others, once all are read.
 void combine(Draft &d) {
   d.e.paths = parse_paths(d.traddr, d.trsvcid.empty() ? kNvmeTcpPort : d.trsvcid, "traddr");
@@ -283,6 +372,7 @@ void combine(Draft &d) {
   d.e.host = resolve_host_identity(d.hostnqn, d.hostid);
   d.e.host_traddr = per_path("host_traddr", d.host_traddr, d.e.paths.size());
   d.e.host_iface = per_path("host_iface", d.host_iface, d.e.paths.size());
+  combine_auth(d);
 }
 
 } // namespace
@@ -324,6 +414,9 @@ extern "C" const mpnvme_option_def *mpnvme_option_at(unsigned int i) {
 
 extern "C" int mpnvme_check_option(unsigned int i, const char *value, char *msg, unsigned long msg_size) {
   if (i >= std::size(mpnvme::kOptions)) return -1;
+  // A secret is checked when the job starts: fio echoes the value of an
+  // option its parse-time check refuses.
+  if (mpnvme::kOptions[i].secret) return 0;
   try {
     mpnvme::Draft scratch;
     mpnvme::apply_one(mpnvme::kOptions[i], scratch, value ? value : "");
@@ -332,4 +425,9 @@ extern "C" int mpnvme_check_option(unsigned int i, const char *value, char *msg,
     snprintf(msg, msg_size, "%s", e.what());
     return -1;
   }
+}
+
+extern "C" int mpnvme_option_is_secret(const char *name) {
+  const mpnvme::EngineOption *o = name ? mpnvme::find(name) : nullptr;
+  return o && o->secret;
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "dhchap_host.hpp"
 #include "engine_option_table.h"
 #include "host_identity.hpp"
 #include "paths.hpp"
@@ -70,6 +71,7 @@ struct EngineOptions {
   unsigned max_retries = 0;                     // nvme_core.max_retries
   std::string path_stats;                       // JSON lines file, "" = none
   std::chrono::milliseconds mptcp_join_wait{0}; // 0: I/O starts as soon as a queue connects
+  dhchap::HostAuthConfig auth;                  // DH-HMAC-CHAP secrets and what may be offered
 };
 
 // Option name -> value as given; options not given take the table's default.

@@ -99,6 +99,24 @@ Sqe make_connect(uint16_t qid, uint16_t sqsize_0based, uint8_t cattr, uint32_t k
 
 Sqe make_disconnect() { return make_fabrics(kFctDisconnect); }
 
+// Bytes 40..43: reserved, SPSP0, SPSP1, SECP; 44..47: TL or AL.
+static Sqe make_auth(uint8_t fctype, uint8_t secp, uint8_t spsp0, uint8_t spsp1, uint32_t len) {
+  Sqe s = make_fabrics(fctype);
+  s.b[41] = spsp0;
+  s.b[42] = spsp1;
+  s.b[43] = secp;
+  put32(s.b.data(), 44, len);
+  return s;
+}
+
+Sqe make_auth_send(uint8_t secp, uint8_t spsp0, uint8_t spsp1, uint32_t tl) {
+  return make_auth(kFctAuthSend, secp, spsp0, spsp1, tl);
+}
+
+Sqe make_auth_receive(uint8_t secp, uint8_t spsp0, uint8_t spsp1, uint32_t al) {
+  return make_auth(kFctAuthReceive, secp, spsp0, spsp1, al);
+}
+
 static void put_str(uint8_t *dst, size_t cap, const std::string &s) {
   std::memset(dst, 0, cap);
   std::memcpy(dst, s.data(), std::min(s.size(), cap - 1));
@@ -291,6 +309,8 @@ const char *fabrics_name(uint8_t fctype) {
   case kFctPropertyGet: return "Property Get";
   case kFctPropertySet: return "Property Set";
   case kFctDisconnect: return "Disconnect";
+  case kFctAuthSend: return "Authentication Send";
+  case kFctAuthReceive: return "Authentication Receive";
   }
   return "Fabrics command";
 }

@@ -33,6 +33,8 @@ constexpr uint8_t kFctPropertySet = nvme_fabrics_type_property_set;
 constexpr uint8_t kFctConnect = nvme_fabrics_type_connect;
 constexpr uint8_t kFctPropertyGet = nvme_fabrics_type_property_get;
 constexpr uint8_t kFctDisconnect = nvme_fabrics_type_disconnect;
+constexpr uint8_t kFctAuthSend = nvme_fabrics_type_auth_send;
+constexpr uint8_t kFctAuthReceive = nvme_fabrics_type_auth_receive;
 
 // Feature ids.
 constexpr uint8_t kFeatArbitration = NVME_FEAT_FID_ARBITRATION;
@@ -111,6 +113,10 @@ Sqe make_property_get(uint32_t offset, bool eight_bytes);
 Sqe make_property_set(uint32_t offset, uint64_t value, bool eight_bytes);
 Sqe make_connect(uint16_t qid, uint16_t sqsize_0based, uint8_t cattr, uint32_t kato_ms);
 Sqe make_disconnect();
+// Authentication Send (TL bytes to the controller) and Receive (up to AL
+// bytes from it) for a security protocol (DH-HMAC-CHAP: 0xE9, 01h, 01h).
+Sqe make_auth_send(uint8_t secp, uint8_t spsp0, uint8_t spsp1, uint32_t tl);
+Sqe make_auth_receive(uint8_t secp, uint8_t spsp0, uint8_t spsp1, uint32_t al);
 constexpr uint8_t kConnectDisableSqFlow = 0x04; // cattr bit 2
 
 struct ConnectData {

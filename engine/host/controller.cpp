@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../../lib/log.hpp"
+#include "authenticate.hpp"
 
 namespace mpnvme::host {
 namespace {
@@ -157,6 +158,11 @@ void HostController::fabric_connect(Channel &ch, uint16_t qid, uint16_t sqsize, 
     throw std::runtime_error(fmt::format("{} qid {}: Connect refused: {}{}", label_, qid, nvme::status_string(r.status), hint));
   }
   if (qid == 0) cntlid_ = static_cast<uint16_t>(r.dw0 & 0xffff);
+  // Authentication comes before any other command on the queue, and again
+  // after every reconnect (a new connection is a new queue).
+  const std::string where = qid == 0 ? fmt::format("{} admin queue", label_) : fmt::format("{} I/O queue {}", label_, qid);
+  if (needs_authentication(r.dw0, cfg_.auth, where))
+    authenticate(ch, cfg_.auth, cfg_.host.hostnqn, cfg_.subnqn, where, cfg_.admin_timeout);
 }
 
 Completion HostController::admin(const nvme::Sqe &sqe, uint8_t *data, uint32_t len, DataDir dir) {

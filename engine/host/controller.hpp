@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "../../lib/dhchap_host.hpp"
 #include "../../lib/host_identity.hpp"
 #include "../../lib/nvme.hpp"
 #include "../../lib/paths.hpp"
@@ -55,6 +56,7 @@ struct ControllerConfig {
   uint16_t queues_wanted = 64; // I/O queues asked for with Set Features Number of Queues
   bool size_probe = false;     // fio setup's short association: logged at debug only
   std::chrono::milliseconds mptcp_join_wait{0}; // I/O queues: wait for the subflows to settle
+  dhchap::HostAuthConfig auth;                  // DH-HMAC-CHAP on every queue, per path
   // Jobs whose configurations are equal in every field share one controller.
   bool operator==(const ControllerConfig &) const = default;
 };

@@ -68,6 +68,7 @@ ControllerConfig Session::controller_config(size_t path) const {
   c.admin_timeout = std::max(o_.connect_timeout, std::chrono::milliseconds(2000));
   c.recovery = o_.recovery;
   c.mptcp_join_wait = o_.mptcp_join_wait;
+  c.auth = o_.auth;
   c.queues_wanted = static_cast<uint16_t>(std::clamp(job_.job_number, 64u, 1024u));
   return c;
 }

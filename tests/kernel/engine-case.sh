@@ -29,7 +29,8 @@ else
   args=(--name="$name" --ioengine=external:"$MPNVME_ENGINE" --traddr=127.0.0.1 --trsvcid="$port"
         --subnqn="$MPNVME_SUBNQN" --output-format=json --output="$out" "$@")
 fi
-echo "fio ${args[*]}"
+# The command line without secrets (auth-case.sh passes some inline).
+sed -E 's/(dhchap_(ctrl_)?secret=)[^ ]+/\1(not shown)/g' <<<"fio ${args[*]}"
 if [[ $expect == sigint ]]; then
   LD_PRELOAD=${MPNVME_PRELOAD:-} fio "${args[@]}" 2>"$log" &
   pid=$!

@@ -7,3 +7,13 @@ nvmet_subsystem $nqn || return 1
 nvmet_namespace $nqn 1 /dev/ram0 || return 1
 nvmet_namespace $nqn 2 "$(nvmet_file 64 2)" || return 1
 nvmet_port 1 4420 $nqn || return 1
+# DH-HMAC-CHAP: a subsystem only the hosts of auth-keys.sh may use, each
+# with its key, hash and DH group, on the same port.
+. /files/auth-keys.sh
+nvmet_closed_subsystem $AUTH_SUBNQN || return 1
+nvmet_namespace $AUTH_SUBNQN 1 "$(nvmet_file 64 3)" || return 1
+echo "$AUTH_HOSTS" | while read -r host key ctrl hash group; do
+  [ -n "$host" ] || continue
+  nvmet_auth_host $AUTH_SUBNQN "$host" "$key" "$ctrl" "$hash" "$group" || { echo "auth host $host failed"; exit 1; }
+done || return 1
+ln -s /sys/kernel/config/nvmet/subsystems/$AUTH_SUBNQN /sys/kernel/config/nvmet/ports/1/subsystems/$AUTH_SUBNQN || return 1

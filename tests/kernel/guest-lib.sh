@@ -29,3 +29,20 @@ nvmet_port() {
   [ -n "$4" ] && echo "$4" > "$p/param_inline_data_size"
   ln -s "/sys/kernel/config/nvmet/subsystems/$3" "$p/subsystems/$3"
 }
+
+# nvmet_closed_subsystem NQN: a subsystem that admits only its allowed hosts.
+nvmet_closed_subsystem() {
+  local s=/sys/kernel/config/nvmet/subsystems/$1
+  mkdir -p "$s" && echo 0 > "$s/attr_allow_any_host"
+}
+
+# nvmet_auth_host SUBNQN HOSTNQN KEY CTRLKEY|- HASH DHGROUP: a host allowed
+# on the subsystem only with DH-HMAC-CHAP (bidirectional with CTRLKEY).
+nvmet_auth_host() {
+  local h=/sys/kernel/config/nvmet/hosts/$2
+  mkdir -p "$h" || return 1
+  echo -n "$3" > "$h/dhchap_key" || return 1
+  [ "$4" = - ] || echo -n "$4" > "$h/dhchap_ctrl_key" || return 1
+  echo -n "$5" > "$h/dhchap_hash" && echo -n "$6" > "$h/dhchap_dhgroup" || return 1
+  ln -s "$h" "/sys/kernel/config/nvmet/subsystems/$1/allowed_hosts/$2"
+}

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// In-band authentication of one queue right after its Connect, as the
+// Linux host does it: the DH-HMAC-CHAP transaction (lib/dhchap_host.hpp)
+// carried in Authentication Send and Receive on that queue.
+#pragma once
+#include <chrono>
+#include <string>
+
+#include "../../lib/dhchap_host.hpp"
+#include "channel.hpp"
+
+namespace mpnvme::host {
+
+// Whether the queue must authenticate: the controller asked (Connect's
+// AUTHREQ), or the host wants the controller proven (a controller secret).
+// Throws when the controller asks and no secret is configured, or asks for
+// secure channel concatenation.
+bool needs_authentication(uint32_t connect_dw0, const dhchap::HostAuthConfig &cfg, const std::string &where);
+
+// The transaction on `ch`. Throws std::runtime_error naming `where` (path
+// and queue), the step and the controller's reason; after the host refused
+// a message it has told the controller why (AUTH_Failure2).
+void authenticate(Channel &ch, const dhchap::HostAuthConfig &cfg, const std::string &hostnqn, const std::string &subnqn,
+                  const std::string &where, std::chrono::milliseconds timeout);
+
+} // namespace mpnvme::host
