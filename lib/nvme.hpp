@@ -167,6 +167,7 @@ constexpr uint16_t kStatusConnectFormat = make_status(NVME_SCT_CMD_SPECIFIC, NVM
 constexpr uint16_t kStatusConnectCtrlBusy = make_status(NVME_SCT_CMD_SPECIFIC, NVME_SC_CONNECT_CTRL_BUSY);
 constexpr uint16_t kStatusConnectInvalidParam = make_status(NVME_SCT_CMD_SPECIFIC, NVME_SC_CONNECT_INVALID_PARAM, true);
 constexpr uint16_t kStatusConnectInvalidHost = make_status(NVME_SCT_CMD_SPECIFIC, NVME_SC_CONNECT_INVALID_HOST, true);
+constexpr uint16_t kStatusAuthRequired = make_status(NVME_SCT_CMD_SPECIFIC, NVME_SC_AUTH_REQUIRED, true);
 constexpr uint16_t kStatusWriteFault = make_status(NVME_SCT_MEDIA, NVME_SC_WRITE_FAULT);
 constexpr uint16_t kStatusAnaPersistentLoss = make_status(NVME_SCT_PATH, NVME_SC_ANA_PERSISTENT_LOSS);
 constexpr uint16_t kStatusAnaInaccessible = make_status(NVME_SCT_PATH, NVME_SC_ANA_INACCESSIBLE);

@@ -8,7 +8,9 @@
 #include <cstring>
 #include <string>
 
+#include "../../lib/dhchap_controller.hpp"
 #include "../../lib/dhchap_host.hpp"
+#include "../../toolkit/target/auth_backoff.hpp"
 #include "cmocka_cxx.hpp"
 
 using namespace mpnvme::dhchap;
@@ -267,6 +269,102 @@ static void parsers_refuse_truncations(void **) {
   }
 }
 
+namespace {
+// The engine's host transaction (checked against nvmet in the kernel lab)
+// against mpnvme-target's controller transaction: the outcome for both.
+struct Outcome {
+  bool host_ok = false, ctrl_ok = false;
+  std::string host_error, ctrl_error;
+};
+
+Outcome run_pair(const HostAuthConfig &h, const ControllerAuthConfig &c) {
+  const std::string hostnqn = "nqn.2014-08.org.nvmexpress:uuid:pair", subnqn = "nqn.2026-12.io.mpnvme:pair";
+  HostTransaction host(h, hostnqn, subnqn, 42);
+  ControllerTransaction ctrl(c, hostnqn, subnqn);
+  Outcome o;
+  try {
+    ctrl.on_send(host.negotiate());
+    const auto reply = host.on_challenge(ctrl.on_receive(kMaxMessage));
+    ctrl.on_send(reply);
+    if (auto s2 = host.on_success1(ctrl.on_receive(kMaxMessage))) ctrl.on_send(*s2);
+    o.host_ok = true;
+  } catch (const AuthError &e) {
+    o.host_error = e.what();
+    if (e.answer) ctrl.on_send(host.failure2(*e.answer));
+  }
+  o.ctrl_ok = ctrl.authenticated();
+  o.ctrl_error = ctrl.failure();
+  return o;
+}
+} // namespace
+
+static void engine_host_against_target_controller(void **) {
+  for (Hash h : kHashes)
+    for (DhGroup g : {DhGroup::Null, DhGroup::Ffdhe2048})
+      for (bool bidi : {false, true}) {
+        ControllerAuthConfig c;
+        c.host_key = secret_of(static_cast<uint8_t>(h), h, 0x31);
+        if (bidi) c.ctrl_key = secret_of(0, Hash::Sha512, 0x32);
+        c.hashes = {h};
+        c.groups = {g};
+        HostAuthConfig hc;
+        hc.secret = c.host_key;
+        hc.ctrl_secret = c.ctrl_key;
+        const Outcome o = run_pair(hc, c);
+        if (!o.host_ok || !o.ctrl_ok)
+          fail_msg("%s %s bidi %d: host '%s' controller '%s'", hash_name(h).c_str(), dhgroup_name(g).c_str(), bidi,
+                   o.host_error.c_str(), o.ctrl_error.c_str());
+      }
+}
+
+static void target_controller_refuses(void **) {
+  ControllerAuthConfig c;
+  c.host_key = secret_of(0, Hash::Sha256, 1);
+  HostAuthConfig hc;
+  hc.secret = secret_of(0, Hash::Sha256, 2); // the wrong key
+  Outcome o = run_pair(hc, c);
+  assert_false(o.ctrl_ok);
+  assert_string_equal(o.ctrl_error.c_str(), "the host's response does not match its key");
+  assert_string_equal(o.host_error.c_str(),
+                      "controller sent AUTH_Failure1 after DH-HMAC-CHAP_Reply, reason 'authentication failed'");
+  hc.secret = c.host_key;
+  hc.ctrl_secret = secret_of(0, Hash::Sha256, 3); // the controller has no controller key
+  o = run_pair(hc, c);
+  assert_false(o.ctrl_ok);
+  assert_non_null(strstr(o.ctrl_error.c_str(), "no dhchap_ctrl_key"));
+  hc.ctrl_secret.reset();
+  c.groups = {DhGroup::Ffdhe3072};
+  hc.groups = {DhGroup::Null, DhGroup::Ffdhe2048}; // nothing in common
+  o = run_pair(hc, c);
+  assert_false(o.ctrl_ok);
+  assert_string_equal(o.host_error.c_str(), "controller sent AUTH_Failure1 after AUTH_Negotiate, reason 'DH group not usable'");
+  // A Receive before any Send: Failure1, and the transaction is over.
+  ControllerTransaction t(c, "h", "s");
+  const auto f = t.on_receive(kMaxMessage);
+  assert_int_equal(parse_failure(f).explanation, static_cast<uint8_t>(Failure::IncorrectProtocol));
+  assert_true(t.failed());
+}
+
+static void failed_authentication_backs_off(void **) {
+  using mpnvme::target::AuthBackoff;
+  AuthBackoff b;
+  const auto t0 = AuthBackoff::Clock::now();
+  bool log_it = false;
+  assert_string_equal(AuthBackoff::address("10.1.1.2:51234").c_str(), "10.1.1.2");
+  assert_string_equal(AuthBackoff::address("[fe80::1]:4420").c_str(), "fe80::1");
+  assert_false(b.waiting("10.1.1.2", t0, &log_it));
+  b.failed("10.1.1.2", t0);
+  assert_true(b.waiting("10.1.1.2", t0 + std::chrono::milliseconds(500), &log_it));
+  assert_true(log_it);
+  assert_true(b.waiting("10.1.1.2", t0 + std::chrono::milliseconds(600), &log_it));
+  assert_false(log_it); // logged once per wait
+  assert_false(b.waiting("10.1.1.3", t0, &log_it));
+  assert_false(b.waiting("10.1.1.2", t0 + std::chrono::milliseconds(1001), &log_it));
+  b.failed("10.1.1.2", t0 + std::chrono::seconds(2)); // again: twice as long
+  assert_true(b.waiting("10.1.1.2", t0 + std::chrono::milliseconds(3900), &log_it));
+  assert_false(b.waiting("10.1.1.2", t0 + std::chrono::milliseconds(4001), &log_it));
+}
+
 int main() {
   const CMUnitTest tests[] = {
       cmocka_unit_test(parses_nvme_cli_secret),
@@ -277,6 +375,9 @@ int main() {
       cmocka_unit_test(host_refuses_an_unproven_controller),
       cmocka_unit_test(host_reports_failure1_and_refuses_unoffered_choices),
       cmocka_unit_test(parsers_refuse_truncations),
+      cmocka_unit_test(engine_host_against_target_controller),
+      cmocka_unit_test(target_controller_refuses),
+      cmocka_unit_test(failed_authentication_backs_off),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

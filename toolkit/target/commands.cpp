@@ -15,7 +15,9 @@ using namespace nvme;
 namespace {
 // Data transfer direction from the opcode (bits 1:0): 01 host to controller.
 bool host_to_ctrl(const Sqe &s) {
-  if (s.opcode() == kFabricsOpcode) return s.fctype() == kFctConnect;
+  // Fabrics command types encode the direction the same way (Connect,
+  // Authentication Send).
+  if (s.opcode() == kFabricsOpcode) return (s.fctype() & 3) == 1;
   return (s.opcode() & 3) == 1;
 }
 } // namespace
@@ -51,6 +53,7 @@ void Connection::execute(uint16_t slot) {
   Cmd &c = cmds_[slot];
   const bool fabrics = c.sqe.opcode() == kFabricsOpcode;
   if (!ctrl_ && !(fabrics && c.sqe.fctype() == kFctConnect)) return refuse(slot, kStatusSeqError, "command before Connect");
+  if (auth_pending_ && !authentication_gate(c, slot)) return;
   if (fabrics) {
     exec_fabrics(c, slot);
   } else if (qid_ == 0) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "config.hpp"
+#include <algorithm>
 
 #include <cstring>
 #include <fmt/format.h>
@@ -152,6 +153,7 @@ TargetConfig load_json_config(const std::string &path) {
     }
     c.subsystems.push_back(sc);
   }
+  if (j.contains("hosts")) add_json_hosts(c.host_auth, j["hosts"], path);
   for (size_t i = 0; j.contains("ports") && i < j["ports"].size(); i++) {
     const json &p = j["ports"][i];
     const std::string where = fmt::format("{}: ports[{}]", path, i);
@@ -187,6 +189,20 @@ TargetConfig load_json_config(const std::string &path) {
   return c;
 }
 
+// A job with a DH-HMAC-CHAP secret: its host must authenticate, with the
+// job's keys, hashes and groups, and no other host is let in.
+static void require_job_auth(TargetConfig &c, SubsystemConfig &sub, const EngineOptions &engine) {
+  if (!engine.auth.secret) return;
+  dhchap::ControllerAuthConfig &a = c.host_auth[engine.host.hostnqn];
+  a.host_key = *engine.auth.secret;
+  a.ctrl_key = engine.auth.ctrl_secret;
+  a.hashes = engine.auth.hashes;
+  a.groups = engine.auth.groups;
+  sub.allow_any_host = false;
+  if (std::find(sub.allowed_hosts.begin(), sub.allowed_hosts.end(), engine.host.hostnqn) == sub.allowed_hosts.end())
+    sub.allowed_hosts.push_back(engine.host.hostnqn);
+}
+
 TargetConfig config_from_jobfile(const std::string &path) { return config_from_jobs(read_jobfile(path), path); }
 
 TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::string &path) {
@@ -209,6 +225,7 @@ TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::st
       c.subsystems.push_back({engine.subnqn, true, {}, "", "mpnvme-target", {}});
       sub = &c.subsystems.back();
     }
+    require_job_auth(c, *sub, engine);
     NamespaceConfig *ns = nullptr;
     for (auto &n : sub->namespaces)
       if (n.nsid == engine.nsid) ns = &n;

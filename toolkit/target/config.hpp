@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ana.hpp"
+#include "auth_config.hpp"
 #include "jobfile.hpp"
 #include "paths.hpp"
 #include "sock.hpp"
@@ -63,6 +64,7 @@ struct TargetConfig {
   uint32_t maxh2cdata = 128 * 1024;
   bool reflect_tos = false; // answer with the TOS of the host's SYN (--reflect-tos)
   bool poll = false;        // event loops spin on their completion queues (--poll)
+  HostAuth host_auth;       // hosts that must authenticate (DH-HMAC-CHAP)
 };
 
 // Namespace spec: ram:SIZE | null:SIZE | file:PATH | /dev/... | PATH, with

@@ -16,6 +16,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "dhchap_controller.hpp"
 #include "nvme.hpp"
 #include "pdu.hpp"
 #include "registry.hpp"
@@ -131,6 +132,13 @@ private:
   void refuse(uint16_t slot, uint16_t status, const std::string &why, uint32_t dw0 = 0);
   uint64_t mdts_bytes() const;
   void exec_fabrics(Cmd &c, uint16_t slot);
+  // auth.cpp: the Connect result's AUTHREQ, the gate, Send and Receive.
+  uint32_t begin_authentication(const std::string &hostnqn, const std::string &subnqn);
+  bool authentication_gate(const Cmd &c, uint16_t slot);
+  void auth_send(Cmd &c, uint16_t slot);
+  void auth_receive(Cmd &c, uint16_t slot);
+  bool auth_fields_valid(const Cmd &c, uint16_t slot);
+  void auth_finished();
   void exec_admin(Cmd &c, uint16_t slot);
   void exec_io(Cmd &c, uint16_t slot);
   void read_write(Cmd &c, uint16_t slot, Backend &be);
@@ -181,6 +189,10 @@ private:
   bool digest_failed_ = false;           // a data digest of the current transfer failed
   std::unordered_set<uint32_t> refused_; // refusals logged at info: status, opcode, fctype
   std::string connect_host_;             // host NQN of the Connect, for refusals before a controller exists
+  // DH-HMAC-CHAP: set by Connect for a host with a key; until it has
+  // authenticated, the queue takes Authentication Send/Receive only.
+  std::unique_ptr<dhchap::ControllerTransaction> auth_;
+  bool auth_pending_ = false;
 };
 
 } // namespace mpnvme::target

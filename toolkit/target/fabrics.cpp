@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Connection: the Fabrics commands (Connect, Property Get/Set, Disconnect).
+// Connection: the Fabrics commands (Connect, Property Get/Set, Disconnect;
+// Authentication Send/Receive are in auth.cpp).
 // Where the Linux target (nvmet) accepts something without a data-safety
 // reason to refuse it, so do we (docs/design.md lists the cases).
 #include <fmt/format.h>
@@ -32,6 +33,8 @@ void Connection::exec_fabrics(Cmd &c, uint16_t slot) {
     complete(slot, 0);
     close("Disconnect");
     return;
+  case kFctAuthSend: return auth_send(c, slot);
+  case kFctAuthReceive: return auth_receive(c, slot);
   default: return refuse(slot, kStatusInvalidOpcode, fmt::format("unknown Fabrics command type {:#04x}", c.sqe.fctype()));
   }
 }
@@ -86,7 +89,7 @@ void Connection::connect(Cmd &c, uint16_t slot) {
   sqflow_disabled_ = cattr & kConnectDisableSqFlow;
   label_ = fmt::format("port {} {} cntlid {}", port_.cfg.id, peer_, ctrl_->cntlid);
   ctrl_->touch();
-  complete(slot, 0, ctrl_->cntlid);
+  complete(slot, 0, ctrl_->cntlid | begin_authentication(d.hostnqn, d.subnqn));
 }
 
 void Connection::property_get(Cmd &c, uint16_t slot) {

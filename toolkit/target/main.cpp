@@ -27,6 +27,7 @@ struct Cli {
   bool no_discovery = false;
   bool reflect_tos = false;
   bool poll = false;
+  AuthOptions auth;
 };
 
 // --reflect-tos: Linux reflects the TOS of a connection's SYN on the
@@ -123,6 +124,7 @@ TargetConfig build_config(const Cli &o) {
   c.maxh2cdata = o.maxh2cdata;
   c.reflect_tos = o.reflect_tos;
   c.poll = o.poll;
+  add_cli_auth(c.host_auth, o.auth);
   finalize(c);
   return c;
 }
@@ -139,6 +141,13 @@ static void add_target_options(CLI::App &app, Cli &o) {
   app.add_option("-s,--subnqn", o.subnqn, "subsystem NQN served with the --ns namespaces");
   app.add_option("-n,--ns", o.namespaces, "namespace: ram:SIZE, null:SIZE, file:PATH or PATH, [,lba=512|4096][,nsid=N]");
   app.add_option("--allow-host", o.allow_hosts, "host NQN allowed to connect (default: any host)");
+  app.add_option("--dhchap-key", o.auth.keys,
+                 "HOSTNQN=SECRET or HOSTNQN=@FILE: that host must authenticate with DH-HMAC-CHAP (repeatable)");
+  app.add_option("--dhchap-ctrl-key", o.auth.ctrl_keys,
+                 "HOSTNQN=SECRET or HOSTNQN=@FILE: the controller's secret for that host (bidirectional; repeatable)");
+  app.add_option("--dhchap-hash", o.auth.hashes, "hash functions allowed, preferred first (default sha256,sha384,sha512)");
+  app.add_option("--dhchap-dhgroup", o.auth.groups,
+                 "DH groups allowed, preferred first (default null,ffdhe2048,ffdhe3072,ffdhe4096,ffdhe6144,ffdhe8192)");
   app.add_option("--sk-priority", o.sk_priority, "SO_PRIORITY of every accepted socket");
   auto *tos_opt = app.add_option("--tos", o.tos, "IP TOS / traffic class of every accepted socket")->check(CLI::Range(0, 255));
   app.add_flag("--reflect-tos", o.reflect_tos, "answer each connection with the TOS of the host's SYN (net.ipv4.tcp_reflect_tos)")

@@ -247,10 +247,21 @@ bool Reactor::serve_sockets(bool spinning) {
   return got;
 }
 
+bool Reactor::waits_after_failed_authentication(const std::string &peer, uint16_t port) {
+  bool log_it = false;
+  const std::string addr = AuthBackoff::address(peer);
+  if (!reg_.backoff().waiting(addr, AuthBackoff::Clock::now(), &log_it)) return false;
+  if (log_it)
+    log().warn("port {}: refusing connections from {} for a while: its last authentication failed (DH-HMAC-CHAP)", port, addr);
+  return true;
+}
+
 void Reactor::on_accept(Op &op, int res) {
   Listener &l = listeners_[op.listener];
   l.armed = false;
   if (res >= 0 && (l.port->disabled || stop_)) {
+    ::close(res);
+  } else if (res >= 0 && waits_after_failed_authentication(peer_name(l.addr), l.port->cfg.id)) {
     ::close(res);
   } else if (res >= 0) {
     const std::string peer = peer_name(l.addr);

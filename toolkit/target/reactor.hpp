@@ -95,6 +95,9 @@ private:
   void tick();
   bool finished() const;
 
+  // A connection from an address still waiting after a failed
+  // authentication (AuthBackoff): refused, logged once per wait.
+  bool waits_after_failed_authentication(const std::string &peer, uint16_t port);
   Registry &reg_;
   unsigned id_;
   bool poll_; // --poll: the same loop, never sleeping

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "auth_backoff.hpp"
 #include "backend.hpp"
 #include "config.hpp"
 
@@ -112,8 +113,12 @@ public:
     if (wake_) wake_();
   }
   uint64_t discovery_genctr() const { return 1; }
+  // A failed authentication from `peer` (auth.cpp); accept asks backoff().
+  void auth_failed(const std::string &peer) { backoff_.failed(AuthBackoff::address(peer), AuthBackoff::Clock::now()); }
+  AuthBackoff &backoff() { return backoff_; }
 
 private:
+  AuthBackoff backoff_;
   TargetConfig cfg_;
   std::map<std::string, Subsystem> subsystems_;
   std::vector<std::unique_ptr<PortState>> ports_;

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The controller's side of DH-HMAC-CHAP on one queue, as nvmet runs it
+// (nvme/target/fabrics-cmd-auth.c): Authentication Send carries the host's
+// messages in, Authentication Receive takes the controller's out, and the
+// queue may do nothing else until the transaction has succeeded. Unlike
+// nvmet 6.12 the controller picks a DH group the host offered. Socket-free.
+#pragma once
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dhchap_messages.hpp"
+#include "dhchap_secret.hpp"
+
+namespace mpnvme::dhchap {
+
+// What a host must prove (nvmet's hosts/NQN/dhchap_* attributes).
+struct ControllerAuthConfig {
+  Secret host_key;                // dhchap_key
+  std::optional<Secret> ctrl_key; // dhchap_ctrl_key: answers a host's challenge
+  // Allowed, in preference order: the first one the host offers is used.
+  std::vector<Hash> hashes{Hash::Sha256, Hash::Sha384, Hash::Sha512};
+  std::vector<DhGroup> groups{std::begin(kDhGroups), std::end(kDhGroups)};
+};
+
+class ControllerTransaction {
+public:
+  ControllerTransaction(const ControllerAuthConfig &cfg, std::string hostnqn, std::string subnqn);
+  ~ControllerTransaction();
+  // One Authentication Send's payload. A message that does not fit the
+  // step moves the transaction to failure, which the next Receive reports
+  // (AUTH_Failure1); the command itself succeeds, as with nvmet.
+  void on_send(std::span<const uint8_t> msg);
+  // One Authentication Receive of at most `al` bytes: the challenge, the
+  // success message or the failure. Empty: `al` is too small for it.
+  std::vector<uint8_t> on_receive(size_t al);
+
+  bool authenticated() const { return step_ == Step::Done; }
+  // Failed: the controller sent AUTH_Failure1 or the host AUTH_Failure2.
+  bool failed() const { return step_ == Step::Failed; }
+  // For the log, once: the step and the reason (never a key).
+  const std::string &failure() const { return why_; }
+  std::string agreed() const; // "hmac(sha256), DH group null"
+
+private:
+  enum class Step { Negotiate, Challenge, Reply, Success1, Success2, Failure1, Done, Failed };
+  void negotiate(std::span<const uint8_t> msg);
+  void reply(std::span<const uint8_t> msg);
+  void set_failure(Failure f, std::string why);
+
+  const ControllerAuthConfig &cfg_;
+  std::string hostnqn_, subnqn_;
+  Step step_ = Step::Negotiate;
+  Failure failure_ = Failure::Failed;
+  std::string why_;
+  uint16_t t_id_ = 0;
+  Hash hash_ = Hash::Sha256;
+  DhGroup group_ = DhGroup::Null;
+  uint32_t s1_ = 0;
+  SecretBytes c1_;
+  std::unique_ptr<DhKey> dh_;
+  std::optional<SecretBytes> ctrl_answer_; // the response to the host's challenge
+};
+
+} // namespace mpnvme::dhchap

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// DH-HMAC-CHAP messages as a hostile controller (or host) may send them:
+// the host transaction's challenge and success handling, and the parsers
+// the target uses, must refuse without reading out of bounds.
+//   byte 0: bit 0 bidirectional, bit 1 restrict to SHA-256 and null
+//   bytes 1-2: length of the challenge message, little-endian
+//   then the challenge, then the Success1 message
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "../../lib/dhchap_host.hpp"
+
+using namespace mpnvme::dhchap;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 3) return 0;
+  static const Secret host = parse_secret("DHHC-1:00:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh+KfiaR:", "fuzz");
+  HostAuthConfig cfg;
+  cfg.secret = host;
+  if (data[0] & 1) cfg.ctrl_secret = host;
+  if (data[0] & 2) {
+    cfg.hashes = {Hash::Sha256};
+    cfg.groups = {DhGroup::Null};
+  }
+  const size_t first = std::min<size_t>(data[1] | data[2] << 8, size - 3);
+  const std::span<const uint8_t> challenge(data + 3, first), success(data + 3 + first, size - 3 - first);
+  HostTransaction t(cfg, "nqn.2014-08.org.nvmexpress:uuid:fuzz", "nqn.fuzz:sub", 1);
+  try {
+    t.on_challenge(challenge);
+    t.on_success1(success);
+  } catch (const AuthError &) {
+  }
+  // The parsers the controller side uses, on the same bytes.
+  for (std::span<const uint8_t> m : {challenge, success}) {
+    try {
+      parse_negotiate(m);
+    } catch (const ProtocolError &) {
+    }
+    try {
+      parse_reply(m, 32);
+    } catch (const ProtocolError &) {
+    }
+    try {
+      parse_failure(m);
+    } catch (const ProtocolError &) {
+    }
+  }
+  return 0;
+}

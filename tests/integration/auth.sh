@@ -1,0 +1,63 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# DH-HMAC-CHAP between the engine and mpnvme-target (the kernel lab runs
+# the engine against nvmet and the kernel host against the target): a host
+# with a key must authenticate on every queue, unidirectional and
+# bidirectional with an FFDHE group, verified I/O; a wrong key is refused
+# with the controller's reason and logged once by the target, which then
+# refuses that address for a while; a host without a key configured is not
+# asked; no secret appears in any log or output.
+source "$(dirname "$0")/lib.sh"
+lab_up --paths 1
+h1=nqn.2026-12.io.mpnvme:auth-uni h2=nqn.2026-12.io.mpnvme:auth-bidi h3=nqn.2026-12.io.mpnvme:no-key
+k1=$(nvme gen-dhchap-key --hmac=1 --nqn="$h1") k2=$(nvme gen-dhchap-key --hmac=3 --nqn="$h2")
+kc=$(nvme gen-dhchap-key --key-length=48 --nqn="$NQN") wrong=$(nvme gen-dhchap-key --hmac=1 --nqn="$h1")
+keys=$work/keys && mkdir -m 700 "$keys"
+(umask 077 && echo "$k1" >"$keys/h1" && echo "$k2" >"$keys/h2" && echo "$kc" >"$keys/ctrl" && echo "$wrong" >"$keys/wrong")
+start_target --transport tcp --listen 10.1.1.1 --subnqn "$NQN" --ns ram:64m --dhchap-key "$h1=@$keys/h1" \
+  --dhchap-key "$h2=@$keys/h2" --dhchap-ctrl-key "$h2=@$keys/ctrl" --dhchap-dhgroup ffdhe2048,null --log-level info
+V=(--verify=crc32c --verify_fatal=1 --do_verify=1)
+IO=(--traddr=10.1.1.1 --transport=tcp --rw=randwrite --bs=16k --iodepth=8 --size=8m "${V[@]}")
+
+run_fio uni "${IO[@]}" --hostnqn="$h1" --dhchap_secret_file="$keys/h1" >/dev/null &&
+  [[ $(grep -c "host $h1 authenticated (hmac(sha256), DH group ffdhe2048)" "$work/target.log") -ge 2 ]] &&
+  pass "unidirectional: admin and I/O queue authenticated (ffdhe2048, the target's first choice), data verified" ||
+  fail "unidirectional authentication: $(tail -3 "$work/uni.log"; grep -m3 "$h1" "$work/target.log")"
+
+run_fio bidi "${IO[@]}" --hostnqn="$h2" --dhchap_secret_file="$keys/h2" --dhchap_ctrl_secret_file="$keys/ctrl" \
+  --dhchap_dhgroup=null >/dev/null &&
+  grep -q "host $h2 authenticated (hmac(sha256), DH group null, bidirectional)" "$work/target.log" &&
+  pass "bidirectional with the group the host offered (null), data verified" ||
+  fail "bidirectional authentication: $(tail -3 "$work/bidi.log")"
+
+run_fio plain "${IO[@]}" --hostnqn="$h3" >/dev/null && ! grep -q "host $h3 authenticated" "$work/target.log" &&
+  pass "a host without a key configured is not asked to authenticate" || fail "host without a key: $(tail -3 "$work/plain.log")"
+
+if run_fio nokey "${IO[@]}" --hostnqn="$h1" >/dev/null; then fail "a host with a key configured got in without one"
+elif grep -q "the controller requires DH-HMAC-CHAP authentication: set dhchap_secret=" "$work/nokey.log"; then pass "no secret: refused, saying which option is missing"
+else fail "no secret: unexpected error $(tail -2 "$work/nokey.log")"; fi
+
+chmod 644 "$keys/wrong"
+if run_fio wrong "${IO[@]}" --hostnqn="$h1" --dhchap_secret_file="$keys/wrong" >/dev/null; then fail "a wrong key was accepted"
+elif grep -q "DH-HMAC-CHAP failed on path 10.1.1.1:4420 admin queue: controller sent AUTH_Failure1 after DH-HMAC-CHAP_Reply, reason 'authentication failed'" "$work/wrong.log"; then
+  pass "wrong key: refused with the controller's reason"
+else fail "wrong key: unexpected error $(tail -2 "$work/wrong.log")"; fi
+grep -q "can be read by other users" "$work/wrong.log" && pass "a world-readable secret file is warned about" ||
+  fail "no warning about the world-readable secret file"
+[[ $(grep -c "host $h1 failed DH-HMAC-CHAP authentication: the host's response does not match its key" "$work/target.log") == 1 ]] &&
+  pass "the target logged the failure once, with its reason" || fail "target failure log: $(grep -c 'failed DH-HMAC-CHAP' "$work/target.log") lines"
+
+# At once again, even with the right key: the address waits first.
+if run_fio retry "${IO[@]}" --hostnqn="$h1" --dhchap_secret_file="$keys/h1" --ctrl_loss_tmo=0 >/dev/null; then
+  fail "a retry right after a failed authentication was let in"
+elif grep -q "refusing connections from 10.1.1.2 for a while" "$work/target.log"; then pass "an immediate retry from that address is refused (rate limit)"
+else fail "retry: $(tail -2 "$work/retry.log")"; fi
+sleep 1.2
+run_fio later "${IO[@]}" --hostnqn="$h1" --dhchap_secret_file="$keys/h1" >/dev/null && pass "after the wait the right key gets in again" ||
+  fail "after the wait: $(tail -2 "$work/later.log")"
+
+for k in "$k1" "$k2" "$kc" "$wrong"; do
+  if grep -qF -- "${k:10:24}" "$work"/*.log "$work"/*.json; then fail "a secret appears in a log or in fio's output"; break; fi
+done
+pass "no secret in the target's log, the engine's logs or fio's output"
+finish

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "auth_config.hpp"
+
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "log.hpp"
+
+namespace mpnvme::target {
+
+namespace {
+
+using namespace dhchap;
+
+void warn(const std::string &msg) { log().warn("{}", msg); }
+
+// SECRET or @FILE; `what` names the source in messages.
+Secret secret_or_file(const std::string &v, const std::string &what) {
+  if (!v.empty() && v[0] == '@') return read_secret_file(v.substr(1), what, warn);
+  return parse_secret(v, what);
+}
+
+// HOSTNQN=VALUE, split.
+std::pair<std::string, std::string> host_value(const std::string &arg, const char *option) {
+  const size_t eq = arg.find('=');
+  if (eq == 0 || eq == std::string::npos || eq + 1 == arg.size())
+    throw std::invalid_argument(fmt::format("{}: expected HOSTNQN=SECRET or HOSTNQN=@FILE", option));
+  return {arg.substr(0, eq), arg.substr(eq + 1)};
+}
+
+template <typename T, typename From>
+std::vector<T> list(const std::string &v, const std::string &option, From from, const char *names) {
+  std::vector<T> out;
+  size_t start = 0;
+  while (start <= v.size()) {
+    const size_t comma = std::min(v.find(',', start), v.size());
+    const std::string item = v.substr(start, comma - start);
+    const auto got = from(item);
+    if (!got) throw std::invalid_argument(fmt::format("{}: '{}' (accepted: {})", option, item, names));
+    out.push_back(*got);
+    start = comma + 1;
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<Hash> parse_hash_list(const std::string &v, const std::string &option) {
+  if (v.empty()) return {std::begin(kHashes), std::end(kHashes)};
+  return list<Hash>(v, option, hash_from_name, "sha256, sha384, sha512 or hmac(...)");
+}
+
+std::vector<DhGroup> parse_group_list(const std::string &v, const std::string &option) {
+  if (v.empty()) return {std::begin(kDhGroups), std::end(kDhGroups)};
+  return list<DhGroup>(v, option, dhgroup_from_name, "null, ffdhe2048, ffdhe3072, ffdhe4096, ffdhe6144, ffdhe8192");
+}
+
+void add_cli_auth(HostAuth &auth, const AuthOptions &o) {
+  const auto hashes = parse_hash_list(o.hashes, "--dhchap-hash");
+  const auto groups = parse_group_list(o.groups, "--dhchap-dhgroup");
+  for (const std::string &k : o.keys) {
+    auto [host, v] = host_value(k, "--dhchap-key");
+    ControllerAuthConfig &a = auth[host];
+    a.host_key = secret_or_file(v, fmt::format("--dhchap-key for {}", host));
+    a.hashes = hashes;
+    a.groups = groups;
+  }
+  for (const std::string &k : o.ctrl_keys) {
+    auto [host, v] = host_value(k, "--dhchap-ctrl-key");
+    auto it = auth.find(host);
+    if (it == auth.end())
+      throw std::invalid_argument(fmt::format("--dhchap-ctrl-key for {}: needs a --dhchap-key for that host", host));
+    it->second.ctrl_key = secret_or_file(v, fmt::format("--dhchap-ctrl-key for {}", host));
+  }
+}
+
+void add_json_hosts(HostAuth &auth, const nlohmann::json &hosts, const std::string &where) {
+  for (size_t i = 0; i < hosts.size(); i++) {
+    const nlohmann::json &h = hosts[i];
+    const std::string at = fmt::format("{}: hosts[{}]", where, i);
+    if (!h.is_object() || !h.contains("nqn") || !h["nqn"].is_string()) throw std::runtime_error(at + ".nqn: required");
+    const std::string nqn = h["nqn"].get<std::string>();
+    const auto str = [&](const char *k) { return h.contains(k) && h[k].is_string() ? h[k].get<std::string>() : std::string(); };
+    if (str("dhchap_key").empty()) {
+      if (!str("dhchap_ctrl_key").empty()) throw std::runtime_error(at + ".dhchap_ctrl_key: needs dhchap_key");
+      continue; // a host without a key: on an allow-list, not authenticated
+    }
+    ControllerAuthConfig &a = auth[nqn];
+    a.host_key = secret_or_file(str("dhchap_key"), at + ".dhchap_key");
+    if (!str("dhchap_ctrl_key").empty()) a.ctrl_key = secret_or_file(str("dhchap_ctrl_key"), at + ".dhchap_ctrl_key");
+    a.hashes = parse_hash_list(str("dhchap_hash"), at + ".dhchap_hash");
+    a.groups = parse_group_list(str("dhchap_dhgroup"), at + ".dhchap_dhgroup");
+  }
+}
+
+} // namespace mpnvme::target
