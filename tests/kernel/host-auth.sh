@@ -1,0 +1,62 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The Linux kernel NVMe/TCP host (qemu lab, 6.12) against mpnvme-target with
+# DH-HMAC-CHAP: unidirectional with an FFDHE group and SHA-512 (the
+# target's first choices), data written and read back; bidirectional
+# (the host checks the target's answer); a host with a key configured is
+# refused without one and with the wrong one, and the target logs why.
+#   host-auth.sh BUILD_DIR
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$1
+state=$(mktemp -d /tmp/mpnvme-hostauth.XXXXXX)
+nqn=nqn.2026-12.io.mpnvme:host-auth
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
+source "$here/guest-common.sh"
+source "$here/auth-keys.sh"
+port=$(free_port)
+cleanup() {
+  "$here/lab.sh" stop "$state"
+  [[ -n ${tpid:-} ]] && kill "$tpid" 2>/dev/null && wait "$tpid" 2>/dev/null
+  rm -rf "$state"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; echo "--- guest console"; console | grep -a HOSTTEST; echo "--- target log"; tail -30 "$state/target.log"; exit 1; }
+read -r uni_nqn uni_key _ <<<"$(grep ':host-sha256 ' <<<"$AUTH_HOSTS")"
+read -r bidi_nqn bidi_key bidi_ctrl _ <<<"$(grep ':host-sha512 ' <<<"$AUTH_HOSTS")"
+mkdir -m 700 "$state/keys"
+(umask 077 && echo "$uni_key" >"$state/keys/uni" && echo "$bidi_key" >"$state/keys/bidi" && echo "$bidi_ctrl" >"$state/keys/ctrl")
+"$build/toolkit/target/mpnvme-target" --transport tcp --listen "127.0.0.1:$port" --subnqn "$nqn" --ns ram:32m \
+  --dhchap-key "$uni_nqn=@$state/keys/uni" --dhchap-key "$bidi_nqn=@$state/keys/bidi" --dhchap-ctrl-key "$bidi_nqn=@$state/keys/ctrl" \
+  --dhchap-hash sha512,sha256 --dhchap-dhgroup ffdhe3072,null --log-level info >"$state/target.log" 2>&1 &
+tpid=$!
+for _ in $(seq 50); do grep -q ready "$state/target.log" && break; kill -0 "$tpid" 2>/dev/null || break; sleep 0.1; done
+grep -q 'mpnvme-target: ready' "$state/target.log" || fail "mpnvme-target did not start"
+MPNVME_LAB_FILES="$here/auth-keys.sh" MPNVME_LAB_APPEND="mp.port=$port mp.nqn=$nqn" "$here/lab.sh" start "$state" \
+  "$here/host-auth.setup.sh" || fail "guest did not boot"
+wait_for 'HOSTTEST done' 240
+console | grep -a HOSTTEST
+
+seen 'HOSTTEST uni connected' || fail "the kernel host could not connect with its key"
+expected=$(yes mpnvme-auth | head -c 8388608 | md5sum | cut -d' ' -f1)
+seen "HOSTTEST uni md5 $expected" || fail "unidirectional: read-back md5 differs from what was written"
+[[ $(grep -c "host $uni_nqn authenticated (hmac(sha512), DH group ffdhe3072)" "$state/target.log") -ge 2 ]] ||
+  fail "the target did not authenticate the kernel host's admin and I/O queues with SHA-512 and ffdhe3072"
+echo "ok: unidirectional (hmac(sha512), ffdhe3072) on every queue, 8 MiB written and read back"
+
+seen 'HOSTTEST bidi connected' && seen 'HOSTTEST bidi device nvme[0-9]+n1' || fail "bidirectional: the kernel host did not connect"
+grep -q "host $bidi_nqn authenticated (hmac(sha512), DH group ffdhe3072, bidirectional)" "$state/target.log" ||
+  fail "the target did not answer the kernel host's challenge"
+echo "ok: bidirectional: the kernel host accepted the target's answer"
+
+seen 'HOSTTEST nokey refused' || fail "a host with a key configured connected without one"
+echo "ok: without a secret the kernel host cannot connect (the target's Connect asks for authentication)"
+seen 'HOSTTEST wrong refused' || fail "the wrong secret was accepted"
+grep -q "host $uni_nqn failed DH-HMAC-CHAP authentication: the host's response does not match its key" "$state/target.log" ||
+  fail "the target did not log the failed authentication with its reason"
+echo "ok: the wrong secret is refused and the target says why"
+for k in "$uni_key" "$bidi_key" "$bidi_ctrl"; do grep -qF -- "${k:10:24}" "$state/target.log" && fail "a secret is in the target's log"; done
+kill -INT "$tpid"; wait "$tpid"; rc=$?; tpid=
+((rc == 0)) || fail "target exited $rc"
+grep -qE 'ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:' "$state/target.log" && fail "sanitizer report in the target"
+echo PASS
