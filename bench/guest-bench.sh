@@ -68,6 +68,9 @@ snapshot() {
   done
 }
 
+# The guest's CPU time so far (jiffies): busy and total, from /proc/stat.
+cpu_now() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
+
 # counters TAG BEFORE: what changed during the run, one JSON line (the
 # TCP, TcpExt and MPTcpExt counters that moved).
 counted() {
@@ -150,12 +153,20 @@ while read -r cond side transport policy rw tag; do
     say "lab $cond $($LAB status | grep -m2 -E 'qdisc (netem|tbf)' | tr -s ' ' | tr '\n' ';')"
   fi
   snapshot >/tmp/before
+  # The CPU every second, to take the run's last RUNTIME seconds (its
+  # measured window; set-up under emulation takes longer than the run).
+  (while sleep 1; do cpu_now; done) >/tmp/cpu.log &
+  sampler=$!
   case $side in
   engine) engine_cell "$tag" "$transport" "$policy" "$rw" ;;
   raw) raw_cell "$tag" "$transport" "$policy" "$rw" ;;
   *) kernel_cell "$tag" "$policy" "$rw" ;;
   esac
   counted "$tag" /tmp/before
+  kill "$sampler" 2>/dev/null
+  # How busy the one emulated CPU was over the measured window: near 1,
+  # the cell measured the emulation, not the paths.
+  say "$tag-cpu {\"busy\": $(tail -n $((RUNTIME + 1)) /tmp/cpu.log | awk 'NR == 1 { b = $1; t = $2 } { lb = $1; lt = $2 } END { printf("%.3f", (lt > t) ? (lb - b) / (lt - t) : 0) }')}"
 done </files/plan
 [[ -n $current ]] && loss_counters "$current"
 $LAB down >/dev/null

@@ -180,13 +180,15 @@ def execute(shape, runs, work, kernel, name="guest"):
 
 
 def parse(text, shape, runs, boot_s, total_s):
-    by_tag, notes, counters, splits, labs, kernel_counters = {}, [], {}, {}, [], {}
+    by_tag, notes, counters, splits, labs, kernel_counters, cpu_busy = {}, [], {}, {}, [], {}, {}
     for line in text.splitlines():
         m = re.match(r"BENCH (\S+) (\S+ )?(\{.*\})\s*$", line.replace("\r", ""))
         if m and m.group(1) == "counters":
             counters[m.group(2).strip()] = json.loads(m.group(3))
         elif m and m.group(1).endswith("-counters"):
             kernel_counters[m.group(1)[:-len("-counters")]] = json.loads(m.group(3))
+        elif m and m.group(1).endswith("-cpu"):
+            cpu_busy[m.group(1)[:-len("-cpu")]] = json.loads(m.group(3))["busy"]
         elif m and not m.group(2):
             by_tag[m.group(1)] = json.loads(m.group(3))
         elif re.match(r"BENCH \S+-paths ", line):
@@ -218,7 +220,10 @@ def parse(text, shape, runs, boot_s, total_s):
                             # the second half of each run alone: still ramping up when above mib_s
                             "late_mib_s": common.median_spread([r["late_mib_s"] for r in ok]) if ok and "late_mib_s" in ok[0] else None,
                             # what the kernel counted in each run (both namespaces), by run
-                            "kernel_counters": [kernel_counters.get(t, {}) for t in tags]}
+                            "kernel_counters": [kernel_counters.get(t, {}) for t in tags],
+                            # the emulated CPU's busy fraction over each run's last `runtime` seconds
+                            "guest_cpu_busy": common.median_spread([cpu_busy[t] for t in tags if t in cpu_busy])
+                            if any(t in cpu_busy for t in tags) else None}
                 if side == "raw" and ok:  # measured: the subflows each control connection had
                     cell[rw]["subflows"] = ok[-1]["subflows"]
             res["cells"].append(cell)

@@ -65,6 +65,9 @@ def report(res):
              "engine run. MiB/s medians (ratio to line); late: the second half of each run alone.", "",
              "| scale | round trips per run | engine tcp | kernel tcp | raw tcp | engine mptcp | raw mptcp | "
              "engine mptcp late | raw mptcp late | published tcp / mptcp |", "|---|---|---|---|---|---|---|---|---|---|"]
+    cpu = ["", "The emulated CPU's busy fraction over each run's measured window (its last seconds; medians; near 1: the "
+           "emulation, not the paths, is the limit):",
+           "", "| scale | engine tcp | kernel tcp | raw tcp | engine mptcp | raw mptcp |", "|---|---|---|---|---|---|"]
     ctr = ["", "Kernel counters per MiB moved (medians of the runs, counted over ramp and run; reads, so the target sends):", "",
            "| scale | cell | " + " | ".join(name for _, name in SHOWN) + " |", "|---|---|" + "---|" * len(SHOWN)]
     pub_tcp, pub_mptcp = PUBLISHED[("tcp", "round-robin", "lossy")][0], PUBLISHED[("mptcp", "round-robin", "lossy")][0]
@@ -82,9 +85,16 @@ def report(res):
                      f"{cellv('raw', 'tcp')} | {cellv('engine', 'mptcp')} | {cellv('raw', 'mptcp')} | "
                      f"{cellv('engine', 'mptcp', 'late_mib_s')} | {cellv('raw', 'mptcp', 'late_mib_s')} | "
                      f"{pub_tcp / pub_line:.2f} / {pub_mptcp / pub_line:.2f} |")
+        def busy(side, tr):
+            c = by.get((side, tr))
+            d = c and c["randread"].get("guest_cpu_busy")
+            return f"{d['median']:.2f}" if d else "-"
+
+        cpu.append(f"| {s['label']} | {busy('engine', 'tcp')} | {busy('kernel', 'tcp')} | {busy('raw', 'tcp')} | "
+                   f"{busy('engine', 'mptcp')} | {busy('raw', 'mptcp')} |")
         for side, tr in (("engine", "tcp"), ("raw", "tcp"), ("engine", "mptcp"), ("raw", "mptcp")):
             c = by.get((side, tr))
             if c:
                 vals = [per_mib(c, k, s["runtime_s"] + s["ramp_s"]) for k, _ in SHOWN]
                 ctr.append(f"| {s['label']} | {side} {tr} | " + " | ".join("-" if v is None else f"{v:.2f}" for v in vals) + " |")
-    return "\n".join(lines + ctr) + "\n"
+    return "\n".join(lines + cpu + ctr) + "\n"

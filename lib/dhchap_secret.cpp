@@ -54,6 +54,18 @@ Secret parse_secret(const std::string &text, const std::string &what) {
   return s;
 }
 
+std::string format_secret(const Secret &s) {
+  SecretBytes raw(s.key.size() + 4);
+  std::copy(s.key.data(), s.key.data() + s.key.size(), raw.data());
+  const uint32_t crc = crc32_gzip_refl(0, s.key.data(), s.key.size());
+  for (int i = 0; i < 4; i++)
+    raw.data()[s.key.size() + static_cast<size_t>(i)] = static_cast<uint8_t>(crc >> (8 * i));
+  std::string b64(((raw.size() + 2) / 3) * 4 + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char *>(b64.data()), raw.data(), static_cast<int>(raw.size()));
+  b64.resize(static_cast<size_t>(n));
+  return fmt::format("DHHC-1:0{}:{}:", s.transform, b64);
+}
+
 SecretBytes transformed_key(const Secret &s, const std::string &nqn) {
   if (!s.transform) return s.key;
   std::vector<uint8_t> data(nqn.begin(), nqn.end());

@@ -20,6 +20,10 @@ struct Secret {
 // `what` names the source in errors (an option, a file, a host entry).
 Secret parse_secret(const std::string &text, const std::string &what);
 
+// The DHHC-1 representation of a secret (for nvmet's configfs and the
+// kernel host, which take the text).
+std::string format_secret(const Secret &s);
+
 // The key as the protocol uses it: HMAC-NN(key, nqn || "NVMe-over-Fabrics")
 // for NN != 00 (the host key with the host NQN, the controller key with
 // the subsystem NQN), else the key itself.

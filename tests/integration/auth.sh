@@ -6,9 +6,11 @@
 # bidirectional with an FFDHE group, verified I/O; a wrong key is refused
 # with the controller's reason and logged once by the target, which then
 # refuses that address for a while; a host without a key configured is not
-# asked; no secret appears in any log or output.
+# asked; under multipath a path whose controller refuses the key is down
+# with that reason while the other carries the job; no secret appears in
+# any log or output.
 source "$(dirname "$0")/lib.sh"
-lab_up --paths 1
+lab_up --paths 2
 h1=nqn.2026-12.io.mpnvme:auth-uni h2=nqn.2026-12.io.mpnvme:auth-bidi h3=nqn.2026-12.io.mpnvme:no-key
 k1=$(nvme gen-dhchap-key --hmac=1 --nqn="$h1") k2=$(nvme gen-dhchap-key --hmac=3 --nqn="$h2")
 kc=$(nvme gen-dhchap-key --key-length=48 --nqn="$NQN") wrong=$(nvme gen-dhchap-key --hmac=1 --nqn="$h1")
@@ -55,6 +57,23 @@ else fail "retry: $(tail -2 "$work/retry.log")"; fi
 sleep 1.2
 run_fio later "${IO[@]}" --hostnqn="$h1" --dhchap_secret_file="$keys/h1" >/dev/null && pass "after the wait the right key gets in again" ||
   fail "after the wait: $(tail -2 "$work/later.log")"
+
+# Multipath: a second target on path 2 knows another key for h1. Its path
+# is down with the controller's reason; the job runs on path 1. (The same
+# subsystem and namespace identity on both: the engine takes them for two
+# controllers of one subsystem.)
+(umask 077 && nvme gen-dhchap-key --hmac=1 --nqn="$h1" >"$keys/other")
+"$LAB" -n "$lab" exec target "$TARGET" --transport tcp --listen 10.1.2.1 --subnqn "$NQN" --ns ram:64m \
+  --dhchap-key "$h1=@$keys/other" --log-level info >"$work/target2.log" 2>&1 &
+target2=$!
+for _ in $(seq 100); do grep -q 'mpnvme-target: ready' "$work/target2.log" && break; sleep 0.1; done
+run_fio mp --traddr=10.1.1.1,10.1.2.1 --transport=tcp --iopolicy=round-robin --rw=randread --bs=4k --size=8m \
+  --hostnqn="$h1" --dhchap_secret_file="$keys/h1" >/dev/null &&
+  grep -q "path 10.1.2.1:4420 admin queue: controller sent AUTH_Failure1 after DH-HMAC-CHAP_Reply, reason 'authentication failed'" "$work/mp.log" &&
+  [[ $(json mp | jq '.jobs[0].read.io_bytes') -gt 0 ]] &&
+  pass "multipath: the path that refuses the key is down with the reason, the other carries the job" ||
+  fail "multipath with one refusing path: $(tail -4 "$work/mp.log")"
+kill -INT "$target2"; wait "$target2"
 
 for k in "$k1" "$k2" "$kc" "$wrong"; do
   if grep -qF -- "${k:10:24}" "$work"/*.log "$work"/*.json; then fail "a secret appears in a log or in fio's output"; break; fi

@@ -99,7 +99,39 @@ tk() {
     ok "disconnect --job without a record: $(echo $out | tr '\n' ' ')" || bad "disconnect --job: $out"
   [ -z "$(ls /sys/class/nvme-subsystem 2>/dev/null)" ] && ok "disconnect --job left no subsystem" || bad "left: $(ls /sys/class/nvme-subsystem)"
 
+  # DH-HMAC-CHAP from a job's options: nvmet's host entry gets the keys,
+  # the subsystem admits that host only, and the kernel host connected by
+  # the same job authenticates (a job with another key cannot).
+  . /files/auth-keys.sh
+  set -- $(echo "$AUTH_HOSTS" | grep ':host-sha512 ')
+  ahost=$1 akey=$2 actrl=$3
+  sed 's/${MPNVME_PORT2}/4432/; s/${MPNVME_PORT1}/4431/; s/nvmet-lab/auth/' $JOB > /tmp/auth.fio
+  printf 'hostnqn=%s\ndhchap_secret=%s\ndhchap_ctrl_secret=%s\n' "$ahost" "$akey" "$actrl" >> /tmp/auth.fio
+  sed "s|^dhchap_secret=.*|dhchap_secret=$AUTH_WRONG_KEY|" /tmp/auth.fio > /tmp/auth-wrong.fio
+  as=/sys/kernel/config/nvmet/subsystems/nqn.2026-11.io.mpnvme:auth
+  ah=/sys/kernel/config/nvmet/hosts/$ahost
+  if out=$($NV apply --job /tmp/auth.fio 2>&1); then
+    [ "$(cat $ah/dhchap_key)" = "$akey" ] && [ "$(cat $ah/dhchap_ctrl_key)" = "$actrl" ] &&
+      [ "$(cat $ah/dhchap_hash)" = "hmac(sha256)" ] && [ "$(cat $ah/dhchap_dhgroup)" = null ] &&
+      ok "apply --job: the job's keys, hash and group in nvmet's host entry" || bad "host entry: hash $(cat $ah/dhchap_hash) group $(cat $ah/dhchap_dhgroup)"
+    [ "$(cat $as/attr_allow_any_host)" = 0 ] && [ -L "$as/allowed_hosts/$ahost" ] &&
+      ok "apply --job: only the job's host admitted" || bad "auth subsystem admits: any=$(cat $as/attr_allow_any_host) $(ls $as/allowed_hosts)"
+    if out=$($NV connect --job /tmp/auth.fio 2>&1); then
+      adev=$(echo "$out" | sed -n 's/^device //p')
+      dd if=$adev of=/dev/null bs=4k count=100 iflag=direct 2>/dev/null && ok "connect --job: the kernel host authenticated (bidirectional) and reads" ||
+        bad "read from $adev after connect"
+      $NV disconnect >/dev/null 2>&1
+    else
+      bad "connect --job with the job's keys: $out"
+    fi
+    expect_fail "connect" $NV connect --job /tmp/auth-wrong.fio
+  else
+    bad "apply --job with dhchap_secret: $out"
+  fi
+
   $NV save /tmp/saved.json && ok "save" || bad "save"
+  grep -q '"dhchap_key"' /tmp/saved.json && [ "$(stat -c %a /tmp/saved.json)" = 600 ] &&
+    ok "save: the host's keys, in a file only its owner reads" || bad "save: keys $(grep -c dhchap_key /tmp/saved.json), mode $(stat -c %a /tmp/saved.json)"
   $NV clear && [ -z "$(ls /sys/kernel/config/nvmet/subsystems)" ] && [ -z "$(ls /sys/kernel/config/nvmet/ports)" ] && ok "clear" || bad "clear"
   if out=$($NV restore /tmp/saved.json 2>&1); then
     $NV save /tmp/restored.json && cmp -s /tmp/saved.json /tmp/restored.json &&

@@ -75,19 +75,21 @@ void Journal::mkdir(const std::string &path) {
   undo_.push_back([path] { remove_dir(path, false); });
 }
 
-void write_attr(const std::string &path, const std::string &value) {
+void write_attr(const std::string &path, const std::string &value, bool secret) {
+  // A key's value never goes into a message.
+  const std::string shown = secret ? "(a secret)" : "'" + value + "'";
   int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) configfs_error(path, fmt::format("open to write '{}'", value), errno);
+  if (fd < 0) configfs_error(path, fmt::format("open to write {}", shown), errno);
   const ssize_t n = ::write(fd, value.data(), value.size());
   const int err = errno;
   ::close(fd);
-  if (n < 0) configfs_error(path, fmt::format("write '{}'", value), err);
+  if (n < 0) configfs_error(path, fmt::format("write {}", shown), err);
 }
 
-void Journal::write(const std::string &path, const std::string &value) {
+void Journal::write(const std::string &path, const std::string &value, bool secret) {
   const std::string old = read_attr(path);
-  write_attr(path, value);
-  if (!old.empty() && old != value) undo_.push_back([path, old] { write_attr(path, old); });
+  write_attr(path, value, secret);
+  if (!old.empty() && old != value) undo_.push_back([path, old, secret] { write_attr(path, old, secret); });
 }
 
 void Journal::symlink(const std::string &target, const std::string &link) {

@@ -17,14 +17,15 @@ extern std::string nvmet_root; // /sys/kernel/config/nvmet (tests may point else
 bool exists(const std::string &path);
 std::string read_attr(const std::string &path); // trimmed, "" if unreadable
 // Throws with the path, errno and its nvmet meaning.
-void write_attr(const std::string &path, const std::string &value);
+void write_attr(const std::string &path, const std::string &value, bool secret = false);
 std::vector<std::string> list_dir(const std::string &path);
 
 // Things created in this run, undone in reverse order on failure.
 class Journal {
 public:
-  void mkdir(const std::string &path);                           // no-op (not journaled) if it exists
-  void write(const std::string &path, const std::string &value); // write_attr, old value restored on rollback
+  void mkdir(const std::string &path); // no-op (not journaled) if it exists
+  // write_attr, old value restored on rollback; `secret`: never shown in errors
+  void write(const std::string &path, const std::string &value, bool secret = false);
   void symlink(const std::string &target, const std::string &link);
   void on_undo(std::function<void()> f) { undo_.push_back(std::move(f)); }
   void rollback() noexcept;

@@ -37,7 +37,10 @@ ConnectResult connect_job(const ConnectRequest &r) {
     throw std::runtime_error("/dev/nvme-fabrics: missing: load the nvme-tcp module (modprobe nvme-tcp)");
   std::unique_ptr<nvme_root, decltype(&nvme_free_tree)> root(nvme_create_root(nullptr, 0), nvme_free_tree);
   if (!root) throw std::runtime_error("libnvme: cannot create the topology root");
-  nvme_host_t h = nvme_default_host(root.get());
+  nvme_host_t h = r.hostnqn.empty()
+                      ? nvme_default_host(root.get())
+                      : nvme_lookup_host(root.get(), r.hostnqn.c_str(), r.hostid.empty() ? nullptr : r.hostid.c_str());
+  if (!h) throw std::runtime_error("libnvme: cannot create the host object");
   ConnectResult res;
   try {
     for (const PathAddr &p : r.paths) {
@@ -45,6 +48,8 @@ ConnectResult connect_job(const ConnectRequest &r) {
                                        r.host_traddr.empty() ? nullptr : r.host_traddr.c_str(),
                                        r.host_iface.empty() ? nullptr : r.host_iface.c_str(), p.service.c_str());
       if (!c) throw std::runtime_error(fmt::format("{}: libnvme could not create a controller object", p.display()));
+      if (!r.dhchap_secret.empty()) nvme_ctrl_set_dhchap_host_key(c, r.dhchap_secret.c_str());
+      if (!r.dhchap_ctrl_secret.empty()) nvme_ctrl_set_dhchap_key(c, r.dhchap_ctrl_secret.c_str());
       // Always start from the defaults: a zeroed config means ctrl_loss_tmo=0.
       nvme_fabrics_config cfg;
       nvmf_default_config(&cfg);

@@ -16,7 +16,10 @@ struct ConnectRequest {
   std::string transport = "tcp";
   std::string host_traddr, host_iface;
   int ctrl_loss_tmo = 600, reconnect_delay = 10;
-  std::string iopolicy; // applied to the subsystem afterwards when set
+  std::string iopolicy;        // applied to the subsystem afterwards when set
+  std::string hostnqn, hostid; // empty: libnvme's default host
+  // DH-HMAC-CHAP secrets as text (DHHC-1:...), passed to the kernel host.
+  std::string dhchap_secret, dhchap_ctrl_secret;
 };
 
 struct ConnectResult {

@@ -4,10 +4,14 @@
 // restore nvmetcli JSON, connect the kernel host to a job's paths.
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <fstream>
 #include <iostream>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.hpp"
 #include "configfs.hpp"
@@ -138,6 +142,16 @@ int cmd_apply(const Cli &o, const std::vector<JobSection> &jobs, const target::T
   return 0;
 }
 
+// The job's host identity and DH-HMAC-CHAP secrets, for the kernel host:
+// the same host NQN the target side was told about.
+void add_job_auth(ConnectRequest &r, const EngineOptions &e) {
+  if (!e.auth.secret) return;
+  r.hostnqn = e.host.hostnqn;
+  r.hostid = format_uuid(e.host.hostid);
+  r.dhchap_secret = dhchap::format_secret(*e.auth.secret);
+  if (e.auth.ctrl_secret) r.dhchap_ctrl_secret = dhchap::format_secret(*e.auth.ctrl_secret);
+}
+
 int cmd_connect(const Cli &o, const std::vector<JobSection> &jobs, const target::TargetConfig &cfg, const std::string &tr) {
   ConnectRequest r;
   r.subnqn = cfg.subsystems.front().nqn;
@@ -148,6 +162,7 @@ int cmd_connect(const Cli &o, const std::vector<JobSection> &jobs, const target:
   r.host_iface = o.host_iface;
   r.ctrl_loss_tmo = o.ctrl_loss_tmo;
   r.reconnect_delay = o.reconnect_delay;
+  add_job_auth(r, file_options(jobs, o.job));
   if (!job_option(jobs, "iopolicy", o.job).empty()) {
     const IoPolicy policy = file_options(jobs, o.job).iopolicy;
     r.iopolicy = iopolicy_name(policy);
@@ -170,8 +185,14 @@ int cmd_save(const Cli &o) {
     std::cout << text;
     return 0;
   }
-  std::ofstream f(o.file);
-  if (!(f << text)) return fail(fmt::format("{}: cannot write", o.file));
+  // The configuration may hold DH-HMAC-CHAP keys: only its owner reads it.
+  const int fd = ::open(o.file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0 || fchmod(fd, 0600) < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    return fail(fmt::format("{}: cannot write: {}", o.file, strerror(err)));
+  }
+  ::close(fd);
   return 0;
 }
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "nvmet.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "configfs.hpp"
+#include "dhchap_secret.hpp"
 #include "host_identity.hpp"
 
 namespace mpnvme::toolkit {
@@ -81,20 +83,50 @@ static std::string next_port_id() {
   return std::to_string(max + 1);
 }
 
+// The attributes nvmet reads DH-HMAC-CHAP from: the keys as text, one hash
+// and one group (the first the job allows: nvmet offers no list).
+static const char *const kAuthAttrs[] = {"dhchap_key", "dhchap_ctrl_key", "dhchap_hash", "dhchap_dhgroup"};
+
+static void apply_host_auth(Journal &j, const std::string &host, const dhchap::ControllerAuthConfig &a) {
+  const std::string hp = nvmet_root + "/hosts/" + host;
+  if (!exists(hp + "/dhchap_key"))
+    throw std::runtime_error(fmt::format("{}: no dhchap_key attribute: this kernel's nvmet has no in-band authentication "
+                                         "(CONFIG_NVME_TARGET_AUTH)",
+                                         hp));
+  j.write(hp + "/dhchap_key", dhchap::format_secret(a.host_key), true);
+  if (a.ctrl_key) j.write(hp + "/dhchap_ctrl_key", dhchap::format_secret(*a.ctrl_key), true);
+  j.write(hp + "/dhchap_hash", dhchap::hash_name(a.hashes.front()));
+  j.write(hp + "/dhchap_dhgroup", dhchap::dhgroup_name(a.groups.front()));
+}
+
+// The hosts a subsystem admits: --host, and a job's host when the job
+// authenticates; empty: any host.
+static std::vector<std::string> admitted(const target::SubsystemConfig &s, const ApplyOptions &o) {
+  std::vector<std::string> hosts = o.allowed_hosts;
+  if (!s.allow_any_host)
+    for (const auto &h : s.allowed_hosts)
+      if (std::find(hosts.begin(), hosts.end(), h) == hosts.end()) hosts.push_back(h);
+  return hosts;
+}
+
 std::vector<AppliedPort> apply(const target::TargetConfig &cfg, const ApplyOptions &o) {
   require_nvmet();
   Journal j;
   std::vector<AppliedPort> ports;
-  for (const auto &h : o.allowed_hosts)
-    j.mkdir(nvmet_root + "/hosts/" + h);
+  for (const auto &s : cfg.subsystems)
+    for (const auto &h : admitted(s, o))
+      j.mkdir(nvmet_root + "/hosts/" + h);
+  for (const auto &[host, a] : cfg.host_auth)
+    apply_host_auth(j, host, a);
   for (const auto &s : cfg.subsystems) {
     const std::string sp = sub_path(s.nqn);
     j.mkdir(sp);
-    if (o.allowed_hosts.empty()) {
+    const std::vector<std::string> hosts = admitted(s, o);
+    if (hosts.empty()) {
       j.write(sp + "/attr_allow_any_host", "1");
     } else {
       j.write(sp + "/attr_allow_any_host", "0");
-      for (const auto &h : o.allowed_hosts)
+      for (const auto &h : hosts)
         j.symlink(nvmet_root + "/hosts/" + h, sp + "/allowed_hosts/" + h);
     }
     for (const auto &n : s.namespaces)
@@ -127,8 +159,14 @@ std::vector<AppliedPort> apply(const target::TargetConfig &cfg, const ApplyOptio
 json save() {
   require_nvmet();
   json out = {{"hosts", json::array()}, {"ports", json::array()}, {"subsystems", json::array()}};
-  for (const auto &h : list_dir(nvmet_root + "/hosts"))
-    out["hosts"].push_back({{"nqn", h}});
+  for (const auto &h : list_dir(nvmet_root + "/hosts")) {
+    json host = {{"nqn", h}};
+    // A host's hash and group matter (and are saved) only with its key.
+    if (!read_attr(nvmet_root + "/hosts/" + h + "/dhchap_key").empty())
+      for (const char *attr : kAuthAttrs)
+        if (const std::string v = read_attr(nvmet_root + "/hosts/" + h + "/" + attr); !v.empty()) host[attr] = v;
+    out["hosts"].push_back(host);
+  }
   for (const auto &nqn : list_dir(nvmet_root + "/subsystems")) {
     const std::string sp = sub_path(nqn);
     json s = {{"nqn", nqn}, {"attr", json::object()}, {"namespaces", json::array()}, {"allowed_hosts", json::array()}};
@@ -209,8 +247,12 @@ void restore(const json &in) {
   require_nvmet();
   clear(""); // objects only: RAM files may back the configuration being restored
   Journal j;
-  for (const auto &h : in.value("hosts", json::array()))
-    j.mkdir(nvmet_root + "/hosts/" + jstr(h, "nqn"));
+  for (const auto &h : in.value("hosts", json::array())) {
+    const std::string hp = nvmet_root + "/hosts/" + jstr(h, "nqn");
+    j.mkdir(hp);
+    for (const char *attr : kAuthAttrs)
+      if (!jstr(h, attr).empty()) j.write(hp + "/" + attr, jstr(h, attr), std::string(attr).find("key") != std::string::npos);
+  }
   for (const auto &s : in.value("subsystems", json::array())) {
     const std::string nqn = jstr(s, "nqn");
     if (nqn.empty()) throw std::runtime_error("subsystems[]: nqn missing");
