@@ -34,6 +34,11 @@ jq -e --arg k "$(uname -r)" --arg cc "$(cat /proc/sys/net/ipv4/tcp_congestion_co
   fail "the floor does not say its kernel, congestion control and warm-up: $(jq -c '.floor.conditions' "$json")"
 grep -q "congestion control $(cat /proc/sys/net/ipv4/tcp_congestion_control) at both ends" "$out/report.md" ||
   fail "report.md does not say the floor's congestion control"
+jq -e '.floor.connect | (keys | sort) == ["ffdhe2048", "ffdhe8192", "none", "null"] and
+  all(.[]; .admin_ms.median > 0 and .io_queue_ms.median > 0 and .total_ms.median > 0)' "$json" >/dev/null ||
+  fail "the connect-time rows are missing: $(jq -c '.floor.connect' "$json")"
+[[ $(grep -cE '^\| (none|null|ffdhe2048|ffdhe8192) \| [0-9.]+ \(' "$out/report.md") == 4 ]] ||
+  fail "report.md lacks the connect-time table: $(grep -A7 'Time to connect' "$out/report.md")"
 grep -q "^### The target's own cost per command" "$out/report.md" || fail "report.md has no target cost section"
 [[ $(grep -cE '^\| (event|poll) \| tcp \| [0-9.]+ \| [0-9.]+ \| -?[0-9.]+ \| [0-9.]+ \|$' "$out/report.md") == 2 ]] ||
   fail "the target cost table lacks a row per mode: $(grep -A5 "target's own cost" "$out/report.md")"

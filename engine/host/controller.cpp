@@ -206,7 +206,12 @@ void HostController::wait_csts(uint32_t mask, uint32_t want, const char *what) {
 // Admin queue up to a live controller: Connect, enable, Identify
 // Controller, Number of Queues, asynchronous event configuration and the
 // ANA log. Throws std::runtime_error naming the path and the step.
+// How long a connection step took, for the log (reconnect time decides
+// how long a failover takes; bench/run floor reads these lines).
+static double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
 void HostController::connect_association() {
+  const auto t0 = Clock::now();
   enabled_ = false;
   admin_ = open_channel(0, kAdminSlots);
   fabric_connect(*admin_, 0, kAdminSlots - 1, 0, cfg_.kato_ms);
@@ -261,8 +266,9 @@ void HostController::connect_association() {
     }
   }
   log().log(cfg_.size_probe ? spdlog::level::debug : spdlog::level::info,
-            "{}: controller {} ({} {}), cntlid {}, {} I/O queue(s){}", label_, id.subnqn, id.model, id.firmware, cntlid_,
-            granted_, ana_enabled_ ? ", ANA reporting" : "");
+            "{}: controller {} ({} {}), cntlid {}, {} I/O queue(s){}; association up in {:.1f} ms{}", label_, id.subnqn, id.model,
+            id.firmware, cntlid_, granted_, ana_enabled_ ? ", ANA reporting" : "", ms_since(t0),
+            cfg_.auth.secret ? " (authentication included)" : "");
 }
 
 void HostController::read_ana_log_now() {
@@ -329,9 +335,11 @@ void HostController::connect_io(IoAttachment &a) {
         fmt::format("{}: queue_size {} exceeds the controller's maximum queue entries (CAP.MQES+1 = {})", label_, a.slots, mqes));
   if (a.qid > granted_)
     refuse(fmt::format("{}: controller grants {} I/O queue(s), the job needs queue id {}", label_, granted_, a.qid));
+  const auto t0 = Clock::now();
   auto ch = open_channel(a.qid, a.slots);
   ch->queue().set_incapsule_limit(static_cast<uint32_t>(std::min<uint64_t>(id_.incapsule_data_limit(), 1u << 20)));
   fabric_connect(*ch, a.qid, static_cast<uint16_t>(a.slots - 1), cfg_.disable_sqflow ? nvme::kConnectDisableSqFlow : 0, 0);
+  log().info("{} qid {}: I/O queue up in {:.1f} ms", label_, a.qid, ms_since(t0));
   if (cfg_.fabrics_disconnect) ch->queue().expect_close();
   if (cfg_.mptcp_join_wait.count() && cfg_.socket.transport == Transport::Mptcp) {
     // The Connect exchange established the connection fully: the joins

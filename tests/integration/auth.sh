@@ -3,7 +3,8 @@
 # DH-HMAC-CHAP between the engine and mpnvme-target (the kernel lab runs
 # the engine against nvmet and the kernel host against the target): a host
 # with a key must authenticate on every queue, unidirectional and
-# bidirectional with an FFDHE group, verified I/O; a wrong key is refused
+# bidirectional with an FFDHE group, over TCP and over MPTCP on 2 paths,
+# verified I/O, and again after a reconnect; a wrong key is refused
 # with the controller's reason and logged once by the target, which then
 # refuses that address for a while; a host without a key configured is not
 # asked; under multipath a path whose controller refuses the key is down
@@ -16,8 +17,9 @@ k1=$(nvme gen-dhchap-key --hmac=1 --nqn="$h1") k2=$(nvme gen-dhchap-key --hmac=3
 kc=$(nvme gen-dhchap-key --key-length=48 --nqn="$NQN") wrong=$(nvme gen-dhchap-key --hmac=1 --nqn="$h1")
 keys=$work/keys && mkdir -m 700 "$keys"
 (umask 077 && echo "$k1" >"$keys/h1" && echo "$k2" >"$keys/h2" && echo "$kc" >"$keys/ctrl" && echo "$wrong" >"$keys/wrong")
-start_target --transport tcp --listen 10.1.1.1 --subnqn "$NQN" --ns ram:64m --dhchap-key "$h1=@$keys/h1" \
-  --dhchap-key "$h2=@$keys/h2" --dhchap-ctrl-key "$h2=@$keys/ctrl" --dhchap-dhgroup ffdhe2048,null --log-level info
+start_target --listen 10.1.1.1,10.1.2.1 --subnqn "$NQN" --ns ram:64m --dhchap-key "$h1=@$keys/h1" \
+  --dhchap-key "$h2=@$keys/h2" --dhchap-ctrl-key "$h2=@$keys/ctrl" --dhchap-dhgroup ffdhe2048,null \
+  --control "$work/control" --log-level info
 V=(--verify=crc32c --verify_fatal=1 --do_verify=1)
 IO=(--traddr=10.1.1.1 --transport=tcp --rw=randwrite --bs=16k --iodepth=8 --size=8m "${V[@]}")
 
@@ -31,6 +33,29 @@ run_fio bidi "${IO[@]}" --hostnqn="$h2" --dhchap_secret_file="$keys/h2" --dhchap
   grep -q "host $h2 authenticated (hmac(sha256), DH group null, bidirectional)" "$work/target.log" &&
   pass "bidirectional with the group the host offered (null), data verified" ||
   fail "bidirectional authentication: $(tail -3 "$work/bidi.log")"
+
+# Both paths over MPTCP, every queue authenticated; then path 1 goes down
+# and up mid-run: its reconnect authenticates again. (fio's set-up reads the
+# namespace size over a short association of its own: one authentication
+# more than the queues.)
+authed() { grep -c "host $1 authenticated" "$work/target.log"; }
+before=$(authed "$h2")
+run_fio mptcp --traddr=10.1.1.1,10.1.2.1 --transport=mptcp --iopolicy=round-robin --rw=randrw --bs=16k --iodepth=8 \
+  --size=8m "${V[@]}" --hostnqn="$h2" --dhchap_secret_file="$keys/h2" --dhchap_ctrl_secret_file="$keys/ctrl" >/dev/null &&
+  (($(authed "$h2") - before >= 5)) &&
+  pass "MPTCP, 2 paths: admin and I/O queues of both paths authenticated (bidirectional), data verified" ||
+  fail "MPTCP 2 paths: $(tail -3 "$work/mptcp.log")"
+before=$(authed "$h1")
+run_fio reconnect --traddr=10.1.1.1 --transport=mptcp --rw=randread --bs=4k --iodepth=4 --size=8m --time_based=1 --runtime=5 \
+  --reconnect_delay=0.5 --hostnqn="$h1" --dhchap_secret_file="$keys/h1" >/dev/null &
+fio_pid=$!
+sleep 1.5
+in_target "$TARGET" ctl "$work/control" port 1 down >/dev/null
+sleep 1
+in_target "$TARGET" ctl "$work/control" port 1 up >/dev/null
+wait "$fio_pid" && (($(authed "$h1") - before >= 5)) &&
+  pass "a reconnect authenticates again ($(($(authed "$h1") - before)) queue authentications for one job)" ||
+  fail "reconnect: $(($(authed "$h1") - before)) authentications, $(tail -3 "$work/reconnect.log")"
 
 run_fio plain "${IO[@]}" --hostnqn="$h3" >/dev/null && ! grep -q "host $h3 authenticated" "$work/target.log" &&
   pass "a host without a key configured is not asked to authenticate" || fail "host without a key: $(tail -3 "$work/plain.log")"
@@ -63,13 +88,13 @@ run_fio later "${IO[@]}" --hostnqn="$h1" --dhchap_secret_file="$keys/h1" >/dev/n
 # subsystem and namespace identity on both: the engine takes them for two
 # controllers of one subsystem.)
 (umask 077 && nvme gen-dhchap-key --hmac=1 --nqn="$h1" >"$keys/other")
-"$LAB" -n "$lab" exec target "$TARGET" --transport tcp --listen 10.1.2.1 --subnqn "$NQN" --ns ram:64m \
+"$LAB" -n "$lab" exec target "$TARGET" --transport tcp --listen 10.1.2.1:4421 --subnqn "$NQN" --ns ram:64m \
   --dhchap-key "$h1=@$keys/other" --log-level info >"$work/target2.log" 2>&1 &
 target2=$!
 for _ in $(seq 100); do grep -q 'mpnvme-target: ready' "$work/target2.log" && break; sleep 0.1; done
-run_fio mp --traddr=10.1.1.1,10.1.2.1 --transport=tcp --iopolicy=round-robin --rw=randread --bs=4k --size=8m \
+run_fio mp --traddr=10.1.1.1,10.1.2.1:4421 --transport=tcp --iopolicy=round-robin --rw=randread --bs=4k --size=8m \
   --hostnqn="$h1" --dhchap_secret_file="$keys/h1" >/dev/null &&
-  grep -q "path 10.1.2.1:4420 admin queue: controller sent AUTH_Failure1 after DH-HMAC-CHAP_Reply, reason 'authentication failed'" "$work/mp.log" &&
+  grep -q "path 10.1.2.1:4421 admin queue: controller sent AUTH_Failure1 after DH-HMAC-CHAP_Reply, reason 'authentication failed'" "$work/mp.log" &&
   [[ $(json mp | jq '.jobs[0].read.io_bytes') -gt 0 ]] &&
   pass "multipath: the path that refuses the key is down with the reason, the other carries the job" ||
   fail "multipath with one refusing path: $(tail -4 "$work/mp.log")"

@@ -6,7 +6,7 @@ AUTH_SUBNQN=nqn.2026-12.io.mpnvme:kernel-auth
 # host NQN, its key, the controller's key (bidirectional) or -, nvmet's hash and DH group
 AUTH_HOSTS="
 nqn.2026-12.io.mpnvme:host-sha256 DHHC-1:00:PWliTg9rhU+Z3gxoCvB8Xbt71v+y3NaUIQSaZE0tGvt/rsKY: - hmac(sha256) null
-nqn.2026-12.io.mpnvme:host-sha384 DHHC-1:02:WQOwyX0TdLrrd+/8ATgqOvQeYiBcxqtubJVYutV9JGYKdLDFnTQT4BFRB6BpD/rL2ehucQ==: - hmac(sha384) ffdhe2048
+nqn.2026-12.io.mpnvme:host-sha384 DHHC-1:02:WQOwyX0TdLrrd+/8ATgqOvQeYiBcxqtubJVYutV9JGYKdLDFnTQT4BFRB6BpD/rL2ehucQ==: DHHC-1:00:sgj415muxKNS/dctw7n+04GEGlHY91AfHAb5z+4jR3MPoXF0ed3j4fRaft2NkbDq2ZzRXg==: hmac(sha384) ffdhe2048
 nqn.2026-12.io.mpnvme:host-sha512 DHHC-1:03:XcYFc+ZyL1Wssecuq3GEW4BaXr9z8snym8PrMWmqwGAhRyFIFrZmpkzSE2wsyIQ7zpWGBraFgQxoFD+Nz+KI/AcMvhs=: DHHC-1:00:7UvmYO6mVn4RLRg7C/muYoK2ujqQ7/62OIQXm63zKMFfiq6eUFiY/i7V2JytryCZAmjYPrOAo+6h9041vo6clWHV86U=: hmac(sha512) ffdhe4096
 "
 # Valid secrets nvmet does not know: the wrong host key (32 bytes) and the

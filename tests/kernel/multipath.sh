@@ -4,7 +4,9 @@
 # with two ports: a round-robin verify run over both, then the same with
 # port 2 blackholed for 5 s mid-run by an nftables drop rule on this side:
 # no I/O error, verify passes, path 2 fails over, reconnects and carries
-# I/O again before the job ends. Everything runs in a network namespace
+# I/O again before the job ends. The subsystem admits one host, with
+# bidirectional DH-HMAC-CHAP: path 2's reconnect authenticates again (nvmet
+# serves no I/O on a queue that has not). Everything runs in a network namespace
 # this test creates, so the drop rule touches nothing else.
 #   multipath.sh BUILD_DIR
 set -uo pipefail
@@ -31,7 +33,11 @@ preload=""
 [[ $(nm -D "$engine" | grep -c __asan_init) != 0 ]] && preload=$(gcc -print-file-name=libasan.so)
 # The kernel is fetched (once) from this machine's network, not the namespace's.
 "$here/lab.sh" prepare >/dev/null || { echo "FAIL: cannot prepare the kernel lab"; exit 1; }
-MPNVME_LAB_FWD=4421 in_ns "$here/lab.sh" start "$state" "$here/multipath.setup.sh" || { echo "FAIL: guest did not boot"; exit 1; }
+# The host's keys, for the engine (files only the owner reads).
+source "$here/auth-keys.sh"
+read -r hostnqn key ctrl_key _ <<<"$(grep ':host-sha384 ' <<<"$AUTH_HOSTS")"
+(umask 077 && echo "$key" >"$state/key" && echo "$ctrl_key" >"$state/ctrl-key")
+MPNVME_LAB_FILES="$here/auth-keys.sh" MPNVME_LAB_FWD=4421 in_ns "$here/lab.sh" start "$state" "$here/multipath.setup.sh" || { echo "FAIL: guest did not boot"; exit 1; }
 p1=$(cat "$state/port") p2=$(cat "$state/port-4421")
 paths=127.0.0.1:$p1,127.0.0.1:$p2
 
@@ -42,6 +48,7 @@ run() {
   in_ns env LD_PRELOAD="$preload" timeout -s INT 300 fio --name="$name" --ioengine=external:"$engine" --traddr="$paths" \
     --subnqn=nqn.2026-11.io.mpnvme:kernel-multipath --transport=tcp --iopolicy=round-robin --rw=randrw --bs=16k \
     --iodepth=16 --verify=crc32c --verify_fatal=1 --do_verify=1 --log_level=info --path_stats="$state/$name.paths" \
+    --hostnqn="$hostnqn" --dhchap_secret_file="$state/key" --dhchap_ctrl_secret_file="$state/ctrl-key" \
     --output-format=json --output="$state/$name.json" "$@" 2>"$state/$name.log"
 }
 ok() { # NAME: no error and something verified
