@@ -4,7 +4,8 @@
 // raw socket; bit 0 set, an I/O queue already connected to a live controller
 // (bit 1: with header and data digests negotiated), so that capsules,
 // in-capsule data, R2T/H2CData and digests are all reachable. Seeds with
-// valid sessions come from seeds.py. Whatever the
+// valid sessions come from seeds.py (one with DH-HMAC-CHAP messages for a
+// host that must authenticate). Whatever the
 // input, the connection must neither crash nor grow without bound.
 #include <cstring>
 #include <memory>
@@ -40,6 +41,12 @@ Registry &registry() {
     c.ports.push_back(p);
     c.maxh2cdata = 8192;
     c.mdts = 4;
+    // A host that must authenticate (DH-HMAC-CHAP): seeds.py's auth session.
+    dhchap::ControllerAuthConfig a;
+    a.host_key = dhchap::parse_secret("DHHC-1:00:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh+KfiaR:", "fuzz");
+    a.ctrl_key = a.host_key;
+    a.groups = {dhchap::DhGroup::Null, dhchap::DhGroup::Ffdhe2048};
+    c.host_auth["nqn.2026-12.io.mpnvme:fuzz-auth"] = a;
     finalize(c);
     return std::make_unique<Registry>(c);
   }();

@@ -3,7 +3,8 @@
 """Seed corpus for fuzz_target_pdus: valid NVMe/TCP sessions for the fuzzer
 to mutate (capsules with and without in-capsule data, R2T-driven writes
 answered with H2CData, reads, trims, flushes, admin commands; with and
-without digests). Usage: seeds.py OUTDIR"""
+without digests; DH-HMAC-CHAP messages of a host that must authenticate).
+Usage: seeds.py OUTDIR"""
 import os
 import struct
 import sys
@@ -41,7 +42,35 @@ def admin_session():
     p += capsule(sqe(0x0C, 9, 0)) + capsule(sqe(0x18, 10, 0))                           # AER, keep alive
     return p
 
+AUTH_HOST = b"nqn.2026-12.io.mpnvme:fuzz-auth"
+
+
+def auth_send(cid, msg):
+    return capsule(sqe(0x7F, cid, sgl_len=len(msg), fctype=0x05, tail=struct.pack("<BBBBI", 0, 1, 1, 0xE9, len(msg))), msg)
+
+
+def auth_receive(cid, al=4096):
+    return capsule(sqe(0x7F, cid, sgl_len=al, fctype=0x06, tail=struct.pack("<BBBBI", 0, 1, 1, 0xE9, al)))
+
+
+def auth_session(group):
+    """A host that must authenticate: AUTH_Negotiate (SHA-256, the group),
+    the challenge fetched, a reply (whose response is wrong: the fuzzer
+    cannot compute one), the failure fetched."""
+    desc = bytearray(64)
+    desc[0], desc[2], desc[3], desc[4], desc[34] = 1, 1, 1, 1, group
+    negotiate = struct.pack("<BBHHBB", 0, 0, 0, 7, 0, 1) + bytes(desc)
+    dhv = b"\x02" + b"\x00" * 254 + b"\x05" if group else b""
+    reply = struct.pack("<BBHHBBBBHI", 1, 2, 0, 7, 32, 0, 1, 0, len(dhv), 9) + b"\x11" * 32 + b"\x22" * 32 + dhv
+    p = icreq() + connect(SUBNQN_FUZZ, host=AUTH_HOST)
+    p += auth_send(1, negotiate) + auth_receive(2) + auth_send(3, reply) + auth_receive(4)
+    p += capsule(sqe(0x7F, 5, fctype=0x04, tail=struct.pack("<4xI", 0)))  # Property Get before authentication: refused
+    return p
+
+
 write_seeds(sys.argv[1], {
+    "auth-null": b"\x00\xff" + auth_session(0),
+    "auth-ffdhe2048": b"\x00\xff" + auth_session(1),
     "io-plain": b"\x01\x7f" + io_session(False),
     "io-digests": b"\x03\x7f" + io_session(True),
     "io-small-chunks": b"\x01\x07" + io_session(False),
