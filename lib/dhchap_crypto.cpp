@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "dhchap_crypto.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
@@ -121,6 +122,34 @@ std::optional<DhGroup> dhgroup_from_name(const std::string &s) {
   for (DhGroup g : kDhGroups)
     if (s == dhgroup_name(g) || s == std::to_string(static_cast<unsigned>(g))) return g;
   return std::nullopt;
+}
+
+namespace {
+template <typename T, typename From>
+std::vector<T> name_list(const std::string &v, const std::string &option, From from, const char *what, const char *names) {
+  std::vector<T> out;
+  size_t start = 0;
+  while (start <= v.size()) {
+    const size_t comma = std::min(v.find(',', start), v.size());
+    const std::string item = v.substr(start, comma - start);
+    const auto got = from(item);
+    if (!got) throw std::invalid_argument(fmt::format("{}: '{}' is not {} (accepted: {})", option, item, what, names));
+    if (std::find(out.begin(), out.end(), *got) == out.end()) out.push_back(*got);
+    start = comma + 1;
+  }
+  return out;
+}
+} // namespace
+
+std::vector<Hash> parse_hash_list(const std::string &v, const std::string &option) {
+  if (v.empty()) return {std::begin(kHashes), std::end(kHashes)};
+  return name_list<Hash>(v, option, hash_from_name, "a hash function", "sha256, sha384, sha512, or hmac(sha256) ...");
+}
+
+std::vector<DhGroup> parse_dhgroup_list(const std::string &v, const std::string &option) {
+  if (v.empty()) return {std::begin(kDhGroups), std::end(kDhGroups)};
+  return name_list<DhGroup>(v, option, dhgroup_from_name, "a DH group",
+                            "null, ffdhe2048, ffdhe3072, ffdhe4096, ffdhe6144, ffdhe8192");
 }
 
 size_t hash_len(Hash h) { return static_cast<size_t>(EVP_MD_get_size(md(h))); }

@@ -55,6 +55,11 @@ std::optional<DhGroup> dhgroup_from_id(uint8_t id);
 std::optional<Hash> hash_from_name(const std::string &s);
 // Accepts "null", "ffdhe2048" and the identifier (dhchap_dhgroup=).
 std::optional<DhGroup> dhgroup_from_name(const std::string &s);
+// Comma-separated lists of those names, in their order without repeats
+// (dhchap_hash=, --dhchap-dhgroup, ...); "" is every one. Throws
+// std::invalid_argument naming `option` and the item.
+std::vector<Hash> parse_hash_list(const std::string &list, const std::string &option);
+std::vector<DhGroup> parse_dhgroup_list(const std::string &list, const std::string &option);
 size_t hash_len(Hash h);
 // The group's public value size in bytes (its prime's), 0 for Null.
 size_t dhgroup_value_len(DhGroup g);

@@ -29,22 +29,6 @@ struct Draft {
   std::string secret_file, ctrl_secret_file;
 };
 
-// A comma-separated list of names, each converted by `from` (dhchap_hash=, dhchap_dhgroup=).
-template <typename T, typename From>
-std::vector<T> name_list(const char *option, const std::string &v, From from, const std::string &accepted) {
-  std::vector<T> out;
-  size_t start = 0;
-  for (;;) {
-    const size_t comma = v.find(',', start);
-    const std::string item = v.substr(start, comma - start);
-    const auto got = from(item);
-    if (!got) throw bad(option, v, accepted);
-    if (std::find(out.begin(), out.end(), *got) == out.end()) out.push_back(*got);
-    if (comma == std::string::npos) return out;
-    start = comma + 1;
-  }
-}
-
 // `choice`: the value's index in the entry's choices (0 for free text).
 using Apply = void (*)(Draft &, const char *name, const std::string &value, unsigned choice);
 
@@ -291,15 +275,14 @@ constexpr EngineOption kOptions[] = {
       "sha256,sha384,sha512",
       "The hash functions offered to the controller, comma-separated: sha256, sha384, sha512 (or hmac(sha256), ...)",
       {}},
-     APPLY(d.e.auth.hashes = name_list<dhchap::Hash>(name, v, dhchap::hash_from_name, "a list of sha256, sha384, sha512"))},
+     APPLY(d.e.auth.hashes = dhchap::parse_hash_list(v, name))},
     {{"dhchap_dhgroup",
       "DH-HMAC-CHAP DH groups",
       "null,ffdhe2048,ffdhe3072,ffdhe4096,ffdhe6144,ffdhe8192",
       "The Diffie-Hellman groups offered to the controller, comma-separated: null (no exchange), ffdhe2048, ffdhe3072, "
       "ffdhe4096, ffdhe6144, ffdhe8192",
       {}},
-     APPLY(d.e.auth.groups = name_list<dhchap::DhGroup>(
-               name, v, dhchap::dhgroup_from_name, "a list of null, ffdhe2048, ffdhe3072, ffdhe4096, ffdhe6144, ffdhe8192"))},
+     APPLY(d.e.auth.groups = dhchap::parse_dhgroup_list(v, name))},
     {{"mptcp_join_wait",
       "Wait for MPTCP joins",
       "0",

@@ -263,6 +263,46 @@ static void parse_time_check_matches(void **) {
                  "iopolicy=fastest: invalid value (accepted: numa, round-robin, queue-depth, service-time)");
 }
 
+// DH-HMAC-CHAP options: a bad secret is refused when the job starts with a
+// message that names the option and never shows the value, and fio's
+// parse-time check lets it through (fio would print the value it refuses).
+static void dhchap_options(void **) {
+  const char *good = "DHHC-1:00:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh+KfiaR:";
+  const char *bad = "DHHC-1:00:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh+KfiaS:"; // CRC off
+  Opts t;
+  t.set("dhchap_secret", good);
+  t.set("dhchap_hash", "hmac(sha512),sha256");
+  EngineOptions e = parse_engine_options(t.v);
+  assert_true(e.auth.secret.has_value());
+  assert_int_equal(e.auth.hashes.size(), 2);
+  assert_true(e.auth.hashes[0] == mpnvme::dhchap::Hash::Sha512);
+  assert_int_equal(e.auth.groups.size(), 6);
+  t.set("dhchap_secret", bad);
+  try {
+    parse_engine_options(t.v);
+    fail_msg("a secret with a wrong CRC was accepted");
+  } catch (const std::invalid_argument &e2) {
+    assert_non_null(strstr(e2.what(), "dhchap_secret: the key's CRC does not match"));
+    assert_null(strstr(e2.what(), "AAECAwQFBgcICQoL"));
+  }
+  char msg[256] = "";
+  for (unsigned i = 0; const mpnvme_option_def *d = mpnvme_option_at(i); i++)
+    if (!strcmp(d->name, "dhchap_secret")) assert_int_equal(mpnvme_check_option(i, bad, msg, sizeof msg), 0);
+  assert_true(mpnvme_option_is_secret("dhchap_ctrl_secret"));
+  assert_false(mpnvme_option_is_secret("dhchap_secret_file"));
+  t.set("dhchap_secret", nullptr);
+  t.set("dhchap_ctrl_secret", good);
+  expect_refused([&] { parse_engine_options(t.v); }, "dhchap_ctrl_secret: needs dhchap_secret");
+  t.set("dhchap_secret", good);
+  t.set("dhchap_secret_file", "/nonexistent");
+  expect_refused([&] { parse_engine_options(t.v); }, "dhchap_secret and dhchap_secret_file: give the secret once");
+  t.set("dhchap_secret", nullptr);
+  expect_refused([&] { parse_engine_options(t.v); }, "dhchap_secret_file: cannot read /nonexistent");
+  t.set("dhchap_secret_file", nullptr);
+  t.set("dhchap_dhgroup", "ffdhe1024");
+  expect_refused([&] { parse_engine_options(t.v); }, "dhchap_dhgroup: 'ffdhe1024' is not a DH group");
+}
+
 int main() {
   const CMUnitTest tests[] = {
       cmocka_unit_test(paths_forms),
@@ -273,6 +313,7 @@ int main() {
       cmocka_unit_test(engine_options_multipath),
       cmocka_unit_test(engine_options_rejected),
       cmocka_unit_test(parse_time_check_matches),
+      cmocka_unit_test(dhchap_options),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

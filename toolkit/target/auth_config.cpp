@@ -28,36 +28,11 @@ std::pair<std::string, std::string> host_value(const std::string &arg, const cha
   return {arg.substr(0, eq), arg.substr(eq + 1)};
 }
 
-template <typename T, typename From>
-std::vector<T> list(const std::string &v, const std::string &option, From from, const char *names) {
-  std::vector<T> out;
-  size_t start = 0;
-  while (start <= v.size()) {
-    const size_t comma = std::min(v.find(',', start), v.size());
-    const std::string item = v.substr(start, comma - start);
-    const auto got = from(item);
-    if (!got) throw std::invalid_argument(fmt::format("{}: '{}' (accepted: {})", option, item, names));
-    out.push_back(*got);
-    start = comma + 1;
-  }
-  return out;
-}
-
 } // namespace
-
-std::vector<Hash> parse_hash_list(const std::string &v, const std::string &option) {
-  if (v.empty()) return {std::begin(kHashes), std::end(kHashes)};
-  return list<Hash>(v, option, hash_from_name, "sha256, sha384, sha512 or hmac(...)");
-}
-
-std::vector<DhGroup> parse_group_list(const std::string &v, const std::string &option) {
-  if (v.empty()) return {std::begin(kDhGroups), std::end(kDhGroups)};
-  return list<DhGroup>(v, option, dhgroup_from_name, "null, ffdhe2048, ffdhe3072, ffdhe4096, ffdhe6144, ffdhe8192");
-}
 
 void add_cli_auth(HostAuth &auth, const AuthOptions &o) {
   const auto hashes = parse_hash_list(o.hashes, "--dhchap-hash");
-  const auto groups = parse_group_list(o.groups, "--dhchap-dhgroup");
+  const auto groups = parse_dhgroup_list(o.groups, "--dhchap-dhgroup");
   for (const std::string &k : o.keys) {
     auto [host, v] = host_value(k, "--dhchap-key");
     ControllerAuthConfig &a = auth[host];
@@ -89,7 +64,7 @@ void add_json_hosts(HostAuth &auth, const nlohmann::json &hosts, const std::stri
     a.host_key = secret_or_file(str("dhchap_key"), at + ".dhchap_key");
     if (!str("dhchap_ctrl_key").empty()) a.ctrl_key = secret_or_file(str("dhchap_ctrl_key"), at + ".dhchap_ctrl_key");
     a.hashes = parse_hash_list(str("dhchap_hash"), at + ".dhchap_hash");
-    a.groups = parse_group_list(str("dhchap_dhgroup"), at + ".dhchap_dhgroup");
+    a.groups = parse_dhgroup_list(str("dhchap_dhgroup"), at + ".dhchap_dhgroup");
   }
 }
 

@@ -27,8 +27,5 @@ void add_cli_auth(HostAuth &auth, const AuthOptions &o);
 // JSON "hosts": [{"nqn": ..., "dhchap_key": ..., "dhchap_ctrl_key": ...,
 // "dhchap_hash": ..., "dhchap_dhgroup": ...}]; `where` names the file.
 void add_json_hosts(HostAuth &auth, const nlohmann::json &hosts, const std::string &where);
-// "hmac(sha256),sha512" / "null,ffdhe2048" ("" = all), naming `option`.
-std::vector<dhchap::Hash> parse_hash_list(const std::string &v, const std::string &option);
-std::vector<dhchap::DhGroup> parse_group_list(const std::string &v, const std::string &option);
 
 } // namespace mpnvme::target
