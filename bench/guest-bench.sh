@@ -24,7 +24,7 @@ export MPNVME_ENGINE=/usr/local/bin/fio-mpnvme.so MPNVME_SUBNQN=nqn.2026-12.io.m
 MPNVME_TRADDR=10.1.1.1
 for ((i = 2; i <= PATHS; i++)); do MPNVME_TRADDR+=,10.1.$i.1; done
 export MPNVME_TRADDR MPNVME_RUNTIME=$RUNTIME MPNVME_RAMP=$RAMP
-export MPNVME_IOPOLICY=round-robin MPNVME_RW=randread
+export MPNVME_IOPOLICY=round-robin MPNVME_RW=randread MPNVME_IODEPTH=32
 mkdir -p /run /var /etc/nvme && mount -t tmpfs tmpfs /run && ln -sfn /run /var/run
 echo "nqn.2014-08.org.nvmexpress:uuid:5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" > /etc/nvme/hostnqn
 echo "5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" > /etc/nvme/hostid
@@ -99,21 +99,22 @@ ready() { # WHO CONDITION LINE: wait (bounded) for WHO's ready line in its log
   return 1
 }
 
-engine_cell() { # TAG TRANSPORT IOPOLICY RW (mptcp1: one MPTCP connection, on path 1)
-  local traddr=$MPNVME_TRADDR transport=$2
-  [[ $2 == mptcp1 ]] && traddr=10.1.1.1 transport=mptcp
-  MPNVME_TRADDR=$traddr MPNVME_TRANSPORT=$transport MPNVME_IOPOLICY=$3 MPNVME_RW=$4 $LAB exec host \
+engine_cell() { # TAG TRANSPORT IOPOLICY RW (mptcp1: one MPTCP connection, on path 1; TRANSPORT-qdN: iodepth N)
+  local traddr=$MPNVME_TRADDR transport=${2%-qd*} depth=32
+  [[ $2 == *-qd* ]] && depth=${2##*-qd}
+  [[ $transport == mptcp1 ]] && traddr=10.1.1.1 transport=mptcp
+  MPNVME_TRADDR=$traddr MPNVME_TRANSPORT=$transport MPNVME_IOPOLICY=$3 MPNVME_RW=$4 MPNVME_IODEPTH=$depth $LAB exec host \
     env ${PRELOAD:+LD_PRELOAD=$PRELOAD ASAN_OPTIONS=detect_leaks=0:abort_on_error=1} fio "$JOB" "${BWLOG[@]}" --output-format=json \
     --output=/tmp/$1.json >/tmp/$1.log 2>&1 || { failed "$1" "$(tail -2 /tmp/$1.log)"; return; }
   result "$1" "${4#rand}" /tmp/$1.json
 }
 
 raw_cell() { # TAG TRANSPORT IOPOLICY RW: the engine cell's connections over bare sockets
-  local transport=$2 paths=$PATHS connect="" i j out
+  local transport=${2%-qd*} paths=$PATHS connect="" i j out
   # numa sends every command down one path; mptcp1 is one connection (per
   # job) on path 1 whose subflows join the rest.
-  [[ $3 == numa || $2 == mptcp1 ]] && paths=1
-  [[ $2 == mptcp1 ]] && transport=mptcp
+  [[ $3 == numa || $transport == mptcp1 ]] && paths=1
+  [[ $transport == mptcp1 ]] && transport=mptcp
   for ((i = 1; i <= paths; i++)); do for ((j = 0; j < JOBS; j++)); do connect+=${connect:+,}10.1.$i.1:$CONTROL_PORT; done; done
   out=$($LAB exec host mpnvme-floor stream --connect "$connect" --transport "$transport" --direction "${4#rand}" \
     --ramp "$RAMP" --seconds "$RUNTIME" 2>&1) || { failed "$1" "mpnvme-floor stream: $out"; return; }

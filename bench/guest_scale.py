@@ -13,8 +13,10 @@ followed by its raw control; the kernel host over TCP) on the guest's
 (the same bytes in flight, half the rate, twice the round trip, and the
 run twice as long so it spans the same number of round trips), and at
 40 Mbit with the longer run (twice the round trips). Every run records
-the kernel's TCP and MPTCP counters of both namespaces and the second
-half's rate on its own (whether the run was still ramping up)."""
+the kernel's TCP and MPTCP counters of both namespaces, the second half's
+rate on its own (whether the run was still ramping up) and the emulated
+CPU's busy fraction; then the engine over MPTCP at QD32 and QD128 beside
+its raw control (whether the commands in flight bound the cell)."""
 import guest
 from seed000 import PUBLISHED, mbit_to_mib_s
 
@@ -41,7 +43,19 @@ def run(runs, work, kernel="6.12"):
         res = guest.execute(shape, min(runs, 3), work, kernel, name=f"scale{rate}-{runtime}")
         res["label"] = label
         out.append(res)
-    return {"shapes": out}
+    # The depth check: the engine over MPTCP at 4 times the queue depth,
+    # beside QD32 and their raw controls, at the first scale.
+    depth_cells = [("engine", "mptcp", "round-robin"), ("engine", f"mptcp-qd{DEEP}", "round-robin"),
+                   ("raw", "mptcp", "round-robin")]
+    label, rate, runtime, ramp = SHAPES[0]
+    print(f"  scale: {label}, MPTCP at QD32 and QD{DEEP}", flush=True)
+    depth = guest.execute(guest.Shape(rate_mbit=rate, runtime=runtime, ramp=ramp, conditions=("lossy",), rws=("randread",),
+                                      cells=depth_cells), min(runs, 3), work, kernel, name="depth")
+    depth["label"] = label
+    return {"shapes": out, "depth": depth}
+
+
+DEEP = 128  # the depth check's iodepth per job (the seed's guest workload: 32)
 
 
 def per_mib(cell, key, seconds):
@@ -97,4 +111,28 @@ def report(res):
             if c:
                 vals = [per_mib(c, k, s["runtime_s"] + s["ramp_s"]) for k, _ in SHOWN]
                 ctr.append(f"| {s['label']} | {side} {tr} | " + " | ".join("-" if v is None else f"{v:.2f}" for v in vals) + " |")
-    return "\n".join(lines + cpu + ctr) + "\n"
+    return "\n".join(lines + cpu + ctr + depth_table(res.get("depth"))) + "\n"
+
+
+def depth_table(d):
+    """Engine MPTCP at QD32 and at 4x that, beside the raw control: whether
+    the commands in flight, not the transport or the CPU, bound the cell."""
+    if not d:
+        return []
+    line = d["line_mib_s"]
+    by = {(c["side"], c["transport"]): c["randread"] for c in d["cells"]}
+
+    def v(side, tr, key="mib_s"):
+        x = by.get((side, tr), {}).get(key)
+        return f"{x['median']:.1f} ({x['median'] / line:.2f})" if x else "-"
+
+    def busy(side, tr):
+        x = by.get((side, tr), {}).get("guest_cpu_busy")
+        return f"{x['median']:.2f}" if x else "-"
+
+    return ["", f"Queue depth at {d['label']} (lossy, MPTCP round-robin, 2 jobs): MiB/s (ratio to line), the emulated "
+            "CPU's busy fraction.", "",
+            "| cell | MiB/s | CPU busy |", "|---|---|---|",
+            f"| engine QD32 | {v('engine', 'mptcp')} | {busy('engine', 'mptcp')} |",
+            f"| engine QD{DEEP} | {v('engine', f'mptcp-qd{DEEP}')} | {busy('engine', f'mptcp-qd{DEEP}')} |",
+            f"| raw control | {v('raw', 'mptcp')} | {busy('raw', 'mptcp')} |"]

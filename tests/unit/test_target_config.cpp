@@ -225,10 +225,61 @@ transport=tcp
   unlink(nosize.c_str());
 }
 
+// DH-HMAC-CHAP: JSON hosts with nvmet's attribute names, the command line,
+// and a job's options; refusals name the field and never the secret.
+static void authentication_config(void **) {
+  const std::string key = "DHHC-1:00:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh+KfiaR:";
+  const std::string json = R"J({"hosts": [{"nqn": "h1", "dhchap_key": ")J" + key + R"J(", "dhchap_ctrl_key": ")J" + key +
+                           R"J(", "dhchap_hash": "hmac(sha512)", "dhchap_dhgroup": "ffdhe3072"}, {"nqn": "h2"}],
+      "subsystems": [{"nqn": "n", "namespaces": [{"device": {"path": "ram:1m"}}]}]})J";
+  std::string path = write_temp(json, ".json");
+  TargetConfig c = load_json_config(path);
+  unlink(path.c_str());
+  assert_int_equal(c.host_auth.size(), 1); // h2 has no key: not asked to authenticate
+  const auto &a = c.host_auth.at("h1");
+  assert_true(a.ctrl_key.has_value());
+  assert_int_equal(a.hashes.size(), 1);
+  assert_true(a.hashes[0] == dhchap::Hash::Sha512);
+  assert_true(a.groups[0] == dhchap::DhGroup::Ffdhe3072);
+  std::string bad = json;
+  bad.replace(bad.find("KfiaR"), 5, "KfiaS");
+  path = write_temp(bad, ".json");
+  try {
+    load_json_config(path);
+    fail_msg("a key with a wrong CRC was accepted");
+  } catch (const std::exception &e) {
+    assert_non_null(strstr(e.what(), "hosts[0].dhchap_key: the key's CRC does not match"));
+    assert_null(strstr(e.what(), "AAECAwQF"));
+  }
+  unlink(path.c_str());
+  HostAuth cli;
+  AuthOptions o;
+  o.keys = {std::string("h3=") + key};
+  o.groups = "ffdhe2048,null";
+  add_cli_auth(cli, o);
+  assert_true(cli.at("h3").groups[0] == dhchap::DhGroup::Ffdhe2048);
+  o.ctrl_keys = {std::string("h4=") + key};
+  expect_refused<std::invalid_argument>([&] { add_cli_auth(cli, o); }, "--dhchap-ctrl-key for h4: needs a --dhchap-key");
+  o.ctrl_keys.clear();
+  o.keys = {"h5"};
+  expect_refused<std::invalid_argument>([&] { add_cli_auth(cli, o); }, "--dhchap-key: expected HOSTNQN=SECRET or HOSTNQN=@FILE");
+  // A job with a secret: its host only, with the job's secret.
+  const std::string job = write_temp(std::string("[j]\nioengine=external:x\ntraddr=127.0.0.1\nsubnqn=nqn.j\nhostnqn=nqn.jh\n"
+                                                 "dhchap_secret=") +
+                                         key + "\n",
+                                     ".fio");
+  TargetConfig jc = config_from_jobfile(job);
+  unlink(job.c_str());
+  assert_true(jc.host_auth.count("nqn.jh"));
+  assert_false(jc.subsystems[0].allow_any_host);
+  assert_string_equal(jc.subsystems[0].allowed_hosts[0].c_str(), "nqn.jh");
+}
+
 int main() {
   const CMUnitTest tests[] = {
       cmocka_unit_test(namespace_specs),       cmocka_unit_test(namespace_specs_refused), cmocka_unit_test(nvmetcli_json),
       cmocka_unit_test(nvmetcli_json_refused), cmocka_unit_test(finalize_refusals),       cmocka_unit_test(from_jobfile),
+      cmocka_unit_test(authentication_config),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
