@@ -156,7 +156,9 @@ def execute(shape, runs, work, kernel, name="guest"):
         if r.returncode:
             common.die(f"the kernel lab did not boot: {r.stderr[-1500:]}")
         boot_s = time.monotonic() - started
-        budget = len(plan) * (runtime + ramp + 30) + 120
+        # Set-up under emulation is about ten round trips per controller:
+        # at the longer delays of bench/run scale that is most of a run.
+        budget = int(len(plan) * (runtime + ramp + 30 + 100 * shape.delay_ms / 1000)) + 120
         deadline = time.monotonic() + budget
         seen = 0
         while True:
