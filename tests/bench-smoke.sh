@@ -5,8 +5,10 @@
 # checked for shape and sense, never for speed: every cell moved data, the
 # report has the published figures beside ours, the plots are PNGs, one
 # MPTCP connection over 2 paths beats 1.5x one TCP path (numa), and the
-# latency job's median with its own HTB class stays below a fifth of its
-# median queued behind the bulk job (about a hundredth when it works).
+# latency job's median with its own HTB class stays below half its
+# median queued behind the bulk job (about a hundredth when it works; a
+# third was seen with make check loading the machine; 1 when the rule does
+# not classify).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d /tmp/mpnvme-bench-smoke.XXXXXX)
@@ -66,8 +68,8 @@ jq -e '[.seed001.cells[].conditions[] | .iops.median, (.clat_us | length)] | all
 jq -e '[.seed001.cells[].conditions | .contended.bulk_mib_s.median, .classes.bulk_mib_s.median] | all(. > 0)' "$json" >/dev/null ||
   fail "the bulk job moved nothing"
 while read -r dir contended classes; do
-  awk -v c="$contended" -v p="$classes" 'BEGIN { exit !(p * 5 < c) }' ||
-    fail "$dir: the latency job's p50 with its class ($classes us) is not below a fifth of the contended one ($contended us)"
+  awk -v c="$contended" -v p="$classes" 'BEGIN { exit !(p * 2 < c) }' ||
+    fail "$dir: the latency job's p50 with its class ($classes us) is not below half the contended one ($contended us)"
   echo "ok: $dir p50 contended $contended us, with classes $classes us"
 done < <(jq -r '.seed001.cells[] | "\(.direction) \(.conditions.contended.p50.median) \(.conditions.classes.p50.median)"' "$json")
 grep -q '^## Seed 001' "$out/s1/report.md" || fail "report.md has no seed 001 section"

@@ -23,10 +23,15 @@ struct Exchange {
   const std::string &where;
   std::chrono::milliseconds timeout;
 
-  // A command that did not complete is a failure of the queue, not of
-  // authentication: the caller's recovery handles it like any other.
+  // A command that did not complete failed with its queue; the caller's
+  // recovery handles it like any other. nvmet closes the connection right
+  // after refusing an authentication, sometimes before its AUTH_Failure1
+  // has gone out: say so, the refusal is the likely reason.
   void check(const Completion &r, const char *what) const {
-    if (r.aborted) throw std::runtime_error(fmt::format("{}: {}: {}", where, what, ch.queue().failure()));
+    if (r.aborted)
+      throw std::runtime_error(fmt::format("DH-HMAC-CHAP failed on {}: the connection ended during {} ({}); nvmet closes "
+                                           "it right after refusing an authentication",
+                                           where, what, ch.queue().failure()));
     if (r.status)
       throw std::runtime_error(
           fmt::format("DH-HMAC-CHAP failed on {}: {} refused: {}", where, what, nvme::status_string(r.status)));

@@ -110,7 +110,14 @@ tk() {
   sed "s|^dhchap_secret=.*|dhchap_secret=$AUTH_WRONG_KEY|" /tmp/auth.fio > /tmp/auth-wrong.fio
   as=/sys/kernel/config/nvmet/subsystems/nqn.2026-11.io.mpnvme:auth
   ah=/sys/kernel/config/nvmet/hosts/$ahost
-  if out=$($NV apply --job /tmp/auth.fio 2>&1); then
+  # Linux 6.1's nvmet has no in-band authentication: apply says so.
+  mkdir /sys/kernel/config/nvmet/hosts/probe-auth
+  has_auth=0
+  [ -e /sys/kernel/config/nvmet/hosts/probe-auth/dhchap_key ] && has_auth=1
+  rmdir /sys/kernel/config/nvmet/hosts/probe-auth
+  if [ $has_auth = 0 ]; then
+    expect_fail "this kernel's nvmet has no in-band authentication" $NV apply --job /tmp/auth.fio
+  elif out=$($NV apply --job /tmp/auth.fio 2>&1); then
     [ "$(cat $ah/dhchap_key)" = "$akey" ] && [ "$(cat $ah/dhchap_ctrl_key)" = "$actrl" ] &&
       [ "$(cat $ah/dhchap_hash)" = "hmac(sha256)" ] && [ "$(cat $ah/dhchap_dhgroup)" = null ] &&
       ok "apply --job: the job's keys, hash and group in nvmet's host entry" || bad "host entry: hash $(cat $ah/dhchap_hash) group $(cat $ah/dhchap_dhgroup)"
@@ -130,8 +137,10 @@ tk() {
   fi
 
   $NV save /tmp/saved.json && ok "save" || bad "save"
-  grep -q '"dhchap_key"' /tmp/saved.json && [ "$(stat -c %a /tmp/saved.json)" = 600 ] &&
-    ok "save: the host's keys, in a file only its owner reads" || bad "save: keys $(grep -c dhchap_key /tmp/saved.json), mode $(stat -c %a /tmp/saved.json)"
+  [ "$(stat -c %a /tmp/saved.json)" = 600 ] && ok "save: a file only its owner reads" || bad "save: mode $(stat -c %a /tmp/saved.json)"
+  if [ $has_auth = 1 ]; then
+    grep -q '"dhchap_key"' /tmp/saved.json && ok "save: the host's keys" || bad "save: no dhchap_key in the saved file"
+  fi
   $NV clear && [ -z "$(ls /sys/kernel/config/nvmet/subsystems)" ] && [ -z "$(ls /sys/kernel/config/nvmet/ports)" ] && ok "clear" || bad "clear"
   if out=$($NV restore /tmp/saved.json 2>&1); then
     $NV save /tmp/restored.json && cmp -s /tmp/saved.json /tmp/restored.json &&

@@ -81,7 +81,7 @@ void Reactor::arm_accept(size_t i) {
 void Reactor::arm_readable(Conn &c) {
   if (c.read_armed || c.shut) return;
   io_uring_sqe *s = sqe();
-  io_uring_prep_poll_multishot(s, c.c->fd(), POLLIN);
+  io_uring_prep_poll_multishot(s, c.c->fd(), POLLIN | POLLRDHUP);
   io_uring_sqe_set_data(s, &c.readable_op);
   c.read_armed = true;
 }
@@ -200,7 +200,7 @@ bool Reactor::receive(Conn &c) {
     c.c->on_received(static_cast<size_t>(n)); // 0: the peer closed
     if (n == 0) return got;
     got = true;
-    if (static_cast<size_t>(n) < room) { // drained: a new arrival reports itself
+    if (static_cast<size_t>(n) < room && !c.peer_done) { // drained: a new arrival reports itself
       c.readable = false;
       return got;
     }
@@ -298,9 +298,12 @@ void Reactor::on_readiness(Op &op, int res, unsigned flags) {
     return;
   }
   if (!(flags & IORING_CQE_F_MORE)) c.read_armed = false; // a multishot poll can end (e.g. on CQ overflow)
-  if (res >= 0)
+  if (res >= 0) {
     c.readable = true;
-  else if (res != -ECANCELED)
+    // The host's FIN is queued behind data: a receive that leaves room is
+    // then not the end of what there is to read, the end of stream is.
+    if (res & (POLLRDHUP | POLLHUP)) c.peer_done = true;
+  } else if (res != -ECANCELED)
     c.c->close(fmt::format("poll: {}", strerror(-res)));
   if (!c.read_armed) arm_readable(c);
 }

@@ -59,6 +59,7 @@ private:
     Op readable_op{Op::Readable}, writable_op{Op::Writable};
     std::vector<Op> file_ops;
     bool readable = true;     // data may be waiting (a readiness report, or the last receive filled its buffers)
+    bool peer_done = false;   // the host shut its side: read on until the end of stream
     bool read_armed = false;  // the multishot POLLIN is in the ring
     bool write_armed = false; // a POLLOUT after a send that would block
     bool shut = false, cancelled = false;
