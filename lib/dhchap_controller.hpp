@@ -21,7 +21,7 @@ struct ControllerAuthConfig {
   Secret host_key;                // dhchap_key
   std::optional<Secret> ctrl_key; // dhchap_ctrl_key: answers a host's challenge
   // Allowed, in preference order: the first one the host offers is used.
-  std::vector<Hash> hashes{Hash::Sha256, Hash::Sha384, Hash::Sha512};
+  std::vector<Hash> hashes{std::begin(kHashes), std::end(kHashes)};
   std::vector<DhGroup> groups{std::begin(kDhGroups), std::end(kDhGroups)};
 };
 

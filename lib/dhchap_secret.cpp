@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <sys/stat.h>
 
+#include "log.hpp"
+
 namespace mpnvme::dhchap {
 
 namespace {
@@ -73,11 +75,11 @@ SecretBytes transformed_key(const Secret &s, const std::string &nqn) {
   return hmac(*hash_from_id(s.transform), s.key.span(), data);
 }
 
-Secret read_secret_file(const std::string &path, const std::string &what, void (*warn)(const std::string &)) {
+Secret read_secret_file(const std::string &path, const std::string &what) {
   std::ifstream f(path);
   struct stat st {};
   if (!f || ::stat(path.c_str(), &st) != 0) throw bad(what, fmt::format("cannot read {}: {}", path, strerror(errno)));
-  if (st.st_mode & (S_IRGRP | S_IROTH)) warn(fmt::format("{}: {} can be read by other users (chmod 600 it)", what, path));
+  if (st.st_mode & (S_IRGRP | S_IROTH)) log().warn("{}: {} can be read by other users (chmod 600 it)", what, path);
   std::string line;
   std::getline(f, line);
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))

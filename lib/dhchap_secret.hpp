@@ -30,7 +30,7 @@ std::string format_secret(const Secret &s);
 SecretBytes transformed_key(const Secret &s, const std::string &nqn);
 
 // The secret of a file (its first line), as dhchap_secret_file= and
-// @FILE read it; `warn` is called when others may read the file.
-Secret read_secret_file(const std::string &path, const std::string &what, void (*warn)(const std::string &));
+// @FILE read it; a file others may read gets a warning in the log.
+Secret read_secret_file(const std::string &path, const std::string &what);
 
 } // namespace mpnvme::dhchap

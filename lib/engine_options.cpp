@@ -7,8 +7,6 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
-#include "log.hpp"
-
 namespace mpnvme {
 
 namespace {
@@ -329,14 +327,12 @@ void apply_one(const EngineOption &o, Draft &d, const std::string &v) {
   o.apply(d, o.def.name, v, choice);
 }
 
-void warn_secret_file(const std::string &msg) { log().warn("{}", msg); }
-
 // One secret from its inline option or its file option, never both.
 std::optional<dhchap::Secret> one_secret(std::optional<dhchap::Secret> &inline_secret, const std::string &file,
                                          const char *option, const char *file_option) {
   if (inline_secret && !file.empty())
     throw std::invalid_argument(fmt::format("{} and {}: give the secret once", option, file_option));
-  if (!file.empty()) return dhchap::read_secret_file(file, file_option, warn_secret_file);
+  if (!file.empty()) return dhchap::read_secret_file(file, file_option);
   return std::move(inline_secret);
 }
 

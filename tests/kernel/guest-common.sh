@@ -23,3 +23,23 @@ wait_for() { # REGEX TIMEOUT
   done
   fail "guest did not print /$1/ within $2 s"
 }
+
+# start_machine_target LOG ARGS...: mpnvme-target ($build's) on this machine,
+# where the guest reaches it as 10.0.2.2; ready (bounded) when it says so.
+# Its pid is in tpid, for the caller's cleanup.
+start_machine_target() {
+  local log=$1
+  shift
+  "$build/toolkit/target/mpnvme-target" "$@" >"$log" 2>&1 &
+  tpid=$!
+  for _ in $(seq 50); do grep -q ready "$log" && break; kill -0 "$tpid" 2>/dev/null || break; sleep 0.1; done
+  grep -q 'mpnvme-target: ready' "$log" || fail "mpnvme-target did not start"
+}
+
+# stop_machine_target LOG: SIGINT; it must exit 0 with no sanitizer report.
+stop_machine_target() {
+  local rc
+  kill -INT "$tpid"; wait "$tpid"; rc=$?; tpid=
+  ((rc == 0)) || fail "target exited $rc"
+  grep -qE 'ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:' "$1" && fail "sanitizer report in the target"
+}

@@ -26,12 +26,9 @@ read -r uni_nqn uni_key _ <<<"$(grep ':host-sha256 ' <<<"$AUTH_HOSTS")"
 read -r bidi_nqn bidi_key bidi_ctrl _ <<<"$(grep ':host-sha512 ' <<<"$AUTH_HOSTS")"
 mkdir -m 700 "$state/keys"
 (umask 077 && echo "$uni_key" >"$state/keys/uni" && echo "$bidi_key" >"$state/keys/bidi" && echo "$bidi_ctrl" >"$state/keys/ctrl")
-"$build/toolkit/target/mpnvme-target" --transport tcp --listen "127.0.0.1:$port" --subnqn "$nqn" --ns ram:32m \
+start_machine_target "$state/target.log" --transport tcp --listen "127.0.0.1:$port" --subnqn "$nqn" --ns ram:32m \
   --dhchap-key "$uni_nqn=@$state/keys/uni" --dhchap-key "$bidi_nqn=@$state/keys/bidi" --dhchap-ctrl-key "$bidi_nqn=@$state/keys/ctrl" \
-  --dhchap-hash sha512,sha256 --dhchap-dhgroup ffdhe3072,null --log-level info >"$state/target.log" 2>&1 &
-tpid=$!
-for _ in $(seq 50); do grep -q ready "$state/target.log" && break; kill -0 "$tpid" 2>/dev/null || break; sleep 0.1; done
-grep -q 'mpnvme-target: ready' "$state/target.log" || fail "mpnvme-target did not start"
+  --dhchap-hash sha512,sha256 --dhchap-dhgroup ffdhe3072,null --log-level info
 MPNVME_LAB_FILES="$here/auth-keys.sh" MPNVME_LAB_APPEND="mp.port=$port mp.nqn=$nqn" "$here/lab.sh" start "$state" \
   "$here/host-auth.setup.sh" || fail "guest did not boot"
 wait_for 'HOSTTEST done' 240
@@ -56,7 +53,5 @@ grep -q "host $uni_nqn failed DH-HMAC-CHAP authentication: the host's response d
   fail "the target did not log the failed authentication with its reason"
 echo "ok: the wrong secret is refused and the target says why"
 for k in "$uni_key" "$bidi_key" "$bidi_ctrl"; do grep -qF -- "${k:10:24}" "$state/target.log" && fail "a secret is in the target's log"; done
-kill -INT "$tpid"; wait "$tpid"; rc=$?; tpid=
-((rc == 0)) || fail "target exited $rc"
-grep -qE 'ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:' "$state/target.log" && fail "sanitizer report in the target"
+stop_machine_target "$state/target.log"
 echo PASS

@@ -27,11 +27,8 @@ print(s.recv(4096).decode().strip())
 PY
 }
 
-"$build/toolkit/target/mpnvme-target" --listen "127.0.0.1:$p1,127.0.0.1:$p2" --subnqn "$nqn" --ns ram:64m \
-  --control "$state/control" --log-level info >"$state/target.log" 2>&1 &
-tpid=$!
-for _ in $(seq 50); do grep -q ready "$state/target.log" && break; kill -0 "$tpid" 2>/dev/null || break; sleep 0.1; done
-grep -q 'mpnvme-target: ready' "$state/target.log" || fail "mpnvme-target did not start"
+start_machine_target "$state/target.log" --listen "127.0.0.1:$p1,127.0.0.1:$p2" --subnqn "$nqn" --ns ram:64m \
+  --control "$state/control" --log-level info
 MPNVME_LAB_BINARIES="$(command -v nvme)" MPNVME_LAB_APPEND="mp.p1=$p1 mp.p2=$p2 mp.nqn=$nqn" "$here/lab.sh" start "$state" "$here/host-interop.setup.sh" || fail "guest did not boot"
 
 wait_for 'HOSTTEST (connected|connect-failed)' 120
@@ -86,7 +83,5 @@ removed=$(grep -c 'controller .* removed' "$state/target.log" || true)
 # The kernel host had an association on each of the two ports.
 ((removed >= 2)) || fail "the target removed $removed controller association(s), 2 expected"
 echo "ok: disconnected; target removed $removed controller association(s)"
-kill -INT "$tpid"; wait "$tpid"; rc=$?; tpid=
-((rc == 0)) || fail "target exited $rc"
-grep -qE 'ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:' "$state/target.log" && fail "sanitizer report in the target"
+stop_machine_target "$state/target.log"
 echo PASS

@@ -162,9 +162,10 @@ int cmd_connect(const Cli &o, const std::vector<JobSection> &jobs, const target:
   r.host_iface = o.host_iface;
   r.ctrl_loss_tmo = o.ctrl_loss_tmo;
   r.reconnect_delay = o.reconnect_delay;
-  add_job_auth(r, file_options(jobs, o.job));
+  const EngineOptions job = file_options(jobs, o.job); // once: a secret file is read (and warned about) here
+  add_job_auth(r, job);
   if (!job_option(jobs, "iopolicy", o.job).empty()) {
-    const IoPolicy policy = file_options(jobs, o.job).iopolicy;
+    const IoPolicy policy = job.iopolicy;
     r.iopolicy = iopolicy_name(policy);
     if (!kernel_has_iopolicy(policy))
       return fail(

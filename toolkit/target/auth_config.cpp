@@ -4,19 +4,15 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
-#include "log.hpp"
-
 namespace mpnvme::target {
 
 namespace {
 
 using namespace dhchap;
 
-void warn(const std::string &msg) { log().warn("{}", msg); }
-
 // SECRET or @FILE; `what` names the source in messages.
 Secret secret_or_file(const std::string &v, const std::string &what) {
-  if (!v.empty() && v[0] == '@') return read_secret_file(v.substr(1), what, warn);
+  if (!v.empty() && v[0] == '@') return read_secret_file(v.substr(1), what);
   return parse_secret(v, what);
 }
 
