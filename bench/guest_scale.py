@@ -76,9 +76,11 @@ def report(res):
              "selftest's 5 ms at 1 Gbit) on 4 paths: 40 Mbit / 125 ms, 20 Mbit / 250 ms with twice the run (the same "
              "bytes in flight and round trips per run), and 40 Mbit with twice the run. 128 KiB random reads, 2 jobs x "
              "QD32, NVMe multipath round-robin; raw: the engine's connections over bare sockets right after each "
-             "engine run. MiB/s medians (ratio to line); late: the second half of each run alone.", "",
-             "| scale | round trips per run | engine tcp | kernel tcp | raw tcp | engine mptcp | raw mptcp | "
-             "engine mptcp late | raw mptcp late | published tcp / mptcp |", "|---|---|---|---|---|---|---|---|---|---|"]
+             f"engine run. Inside the qemu lab guest (Linux {guest.guest_kernel(res['shapes'][0])}), cubic on every path "
+             "(mpnvme-lab --cc cubic), the selftest's MPTCP endpoints (--endpoints all). MiB/s medians (ratio to line); "
+             "late: the second half of each run alone.", "",
+             "| scale | warm-up s | round trips per run | engine tcp | kernel tcp | raw tcp | engine mptcp | raw mptcp | "
+             "engine mptcp late | raw mptcp late | published tcp / mptcp |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     cpu = ["", "The emulated CPU's busy fraction over each run's measured window (its last seconds; medians; near 1: the "
            "emulation, not the paths, is the limit):",
            "", "| scale | engine tcp | kernel tcp | raw tcp | engine mptcp | raw mptcp |", "|---|---|---|---|---|---|"]
@@ -95,7 +97,7 @@ def report(res):
             return f"{d['median']:.1f} ({d['median'] / line:.2f})" if d else "-"
 
         rtts = s["runtime_s"] / (2 * s["delay_ms"] / 1000)
-        lines.append(f"| {s['label']} ({s['delay_ms']:g} ms) | {rtts:.0f} | {cellv('engine', 'tcp')} | {cellv('kernel', 'tcp')} | "
+        lines.append(f"| {s['label']} ({s['delay_ms']:g} ms) | {s['ramp_s']} | {rtts:.0f} | {cellv('engine', 'tcp')} | {cellv('kernel', 'tcp')} | "
                      f"{cellv('raw', 'tcp')} | {cellv('engine', 'mptcp')} | {cellv('raw', 'mptcp')} | "
                      f"{cellv('engine', 'mptcp', 'late_mib_s')} | {cellv('raw', 'mptcp', 'late_mib_s')} | "
                      f"{pub_tcp / pub_line:.2f} / {pub_mptcp / pub_line:.2f} |")
