@@ -60,32 +60,6 @@ template <typename T> using Owned = std::unique_ptr<T, CtxFree>;
 
 } // namespace
 
-SecretBytes &SecretBytes::operator=(const SecretBytes &o) {
-  if (this != &o) {
-    wipe();
-    b_ = o.b_;
-  }
-  return *this;
-}
-
-SecretBytes &SecretBytes::operator=(SecretBytes &&o) noexcept {
-  if (this != &o) {
-    wipe();
-    b_ = std::move(o.b_);
-  }
-  return *this;
-}
-
-SecretBytes::~SecretBytes() { wipe(); }
-
-void SecretBytes::wipe() {
-  if (!b_.empty()) OPENSSL_cleanse(b_.data(), b_.size());
-}
-
-bool SecretBytes::operator==(const SecretBytes &o) const {
-  return b_.size() == o.b_.size() && CRYPTO_memcmp(b_.data(), o.b_.data(), b_.size()) == 0;
-}
-
 std::string hash_name(Hash h) {
   switch (h) {
   case Hash::Sha256: return "hmac(sha256)";

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// How the drivers of the stream codec (the host's Channel, the target's
+// reactor) move bytes between a connected socket and the codec's iovecs:
+// straight through the socket (plaintext, or kernel TLS, where the kernel
+// encrypts), or through a user-space TLS record layer (tls_stream.hpp).
+// Both behave like recvmsg/sendmsg with MSG_DONTWAIT, so the drivers'
+// loops are the same for every kind of connection.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+namespace mpnvme {
+
+class ByteStream {
+public:
+  virtual ~ByteStream() = default;
+  // Bytes placed into `iov` (filling each in turn), 0 at the end of the
+  // stream, -1 with errno (EAGAIN: nothing now). A receive that returns
+  // less than the iovecs hold has drained what was there.
+  virtual ssize_t recv(const iovec *iov, size_t n) = 0;
+  // Plaintext bytes of `iov` taken, or -1 with errno (EAGAIN: full). Bytes
+  // not taken are offered again, unchanged, by the next call.
+  virtual ssize_t send(const iovec *iov, size_t n) = 0;
+  // Why the last call failed with EPROTO (a TLS alert, a bad record): the
+  // protocol's words; empty after an errno of the socket.
+  virtual std::string failure() const { return {}; }
+  // "tcp", "ktls", "user-tls": what carries the bytes (logs, path stats).
+  virtual const char *mode() const = 0;
+};
+
+// The socket itself.
+class SocketStream final : public ByteStream {
+public:
+  explicit SocketStream(int fd) : fd_(fd) {}
+  ssize_t recv(const iovec *iov, size_t n) override;
+  ssize_t send(const iovec *iov, size_t n) override;
+  const char *mode() const override { return "plaintext"; }
+
+private:
+  int fd_;
+};
+
+} // namespace mpnvme
