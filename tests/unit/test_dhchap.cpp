@@ -13,6 +13,7 @@
 #include "../../toolkit/target/auth_backoff.hpp"
 #include "cmocka_cxx.hpp"
 
+using namespace mpnvme;
 using namespace mpnvme::dhchap;
 
 namespace {
