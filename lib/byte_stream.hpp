@@ -26,8 +26,15 @@ public:
   // Why the last call failed with EPROTO (a TLS alert, a bad record): the
   // protocol's words; empty after an errno of the socket.
   virtual std::string failure() const { return {}; }
-  // "tcp", "ktls", "user-tls": what carries the bytes (logs, path stats).
+  // Received bytes the stream holds already (a TLS layer's decrypted or
+  // read-ahead records): no readiness report will tell of them.
+  virtual bool buffered() const { return false; }
+  // The end, before the socket is shut (a TLS close_notify).
+  virtual void close() {}
+  // "plaintext", "ktls", "user-tls": what carries the bytes.
   virtual const char *mode() const = 0;
+  // The secure channel's suite ("TLS_AES_128_GCM_SHA256"), empty without one.
+  virtual std::string cipher() const { return {}; }
 };
 
 // The socket itself.

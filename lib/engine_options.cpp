@@ -25,6 +25,9 @@ struct Draft {
   // exclusive; files are read once every option is known.
   std::optional<dhchap::Secret> secret, ctrl_secret;
   std::string secret_file, ctrl_secret_file;
+  // TLS: the PSK inline or from a file, the same way.
+  std::optional<tls::ConfiguredPsk> tls_key;
+  std::string tls_key_file;
 };
 
 // `choice`: the value's index in the entry's choices (0 for free text).
@@ -45,6 +48,15 @@ unsigned number(const char *option, const std::string &v, unsigned min, unsigned
   const unsigned long long n = std::stoull(v);
   if (n < min || n > max) throw bad(option, v, accepted);
   return static_cast<unsigned>(n);
+}
+
+// tls_identity=: free text, but what claims to be an NVMe identity must be one.
+std::string tls_identity(const char *option, const std::string &v) {
+  if (v.rfind("NVMe", 0) == 0 && !tls::parse_identity(v))
+    throw std::invalid_argument(fmt::format("{}={}: not an NVMe PSK identity (expected NVMe<0|1>R<01|02> HOSTNQN SUBNQN, "
+                                            "and a digest for version 1)",
+                                            option, v));
+  return v;
 }
 
 // Seconds with an optional fraction ("0.5", "10"); `allow_off` also takes
@@ -281,6 +293,50 @@ constexpr EngineOption kOptions[] = {
       "ffdhe4096, ffdhe6144, ffdhe8192",
       {}},
      APPLY(d.e.auth.groups = dhchap::parse_dhgroup_list(v, name))},
+    {{"tls",
+      "TLS 1.3 secure channel",
+      "0",
+      "1: every queue opens with a TLS 1.3 handshake (PSK, as the NVMe/TCP secure channel), needs tls_key or tls_key_file",
+      {kNo, kYes}},
+     APPLY(d.e.tls.enabled = choice == 1)},
+    {{"tls_key",
+      "TLS PSK",
+      nullptr,
+      "The configured PSK (NVMeTLSkey-1:NN:BASE64: as nvme gen-tls-key prints it), from which the retained and TLS PSKs "
+      "are derived for each subsystem; never logged",
+      {}},
+     APPLY(d.tls_key = tls::parse_psk(v, name)),
+     true},
+    {{"tls_key_file",
+      "TLS PSK file",
+      nullptr,
+      "A file whose first line is the configured PSK (instead of tls_key=; warns when others may read it)",
+      {}},
+     APPLY(d.tls_key_file = v)},
+    {{"tls_identity",
+      "TLS PSK identity",
+      nullptr,
+      "The PSK identity to offer instead of the derived version 1 one (NVMe1R<hh> HOSTNQN SUBNQN DIGEST): an NVMe identity "
+      "(NVMe0R01 HOSTNQN SUBNQN for targets that know only version 0) gets its TLS PSK derived, any other text uses the "
+      "retained PSK as is",
+      {}},
+     APPLY(d.e.tls.identity = tls_identity(name, v))},
+    {{"tls_ciphers",
+      "TLS cipher suites",
+      "TLS_AES_128_GCM_SHA256,TLS_AES_256_GCM_SHA384",
+      "The TLS 1.3 cipher suites allowed, comma-separated; the PSK's hash picks one of them (SHA-256: "
+      "TLS_AES_128_GCM_SHA256, SHA-384: TLS_AES_256_GCM_SHA384)",
+      {}},
+     APPLY(d.e.tls.suites = tls::parse_suite_list(v, name))},
+    {{"tls_mode",
+      "TLS record layer",
+      "auto",
+      "Who encrypts the records once the handshake is done: auto (kernel TLS where the socket takes it, TCP with the tls "
+      "module, else user space), ktls (kernel TLS or fail), user (user space, the only way over MPTCP)",
+      {{"auto", "kernel TLS where the socket takes it, else user space"},
+       {"ktls", "kernel TLS (TCP_ULP tls) or fail"},
+       {"user", "the user-space record layer (OpenSSL)"}}},
+     APPLY(d.e.tls.mode = static_cast<tls::Mode>(choice))},
     {{"mptcp_join_wait",
       "Wait for MPTCP joins",
       "0",
@@ -344,6 +400,24 @@ void combine_auth(Draft &d) {
                                 "transaction as the host)");
 }
 
+void combine_tls(Draft &d) {
+  if (d.tls_key && !d.tls_key_file.empty()) throw std::invalid_argument("tls_key and tls_key_file: give the key once");
+  if (!d.tls_key_file.empty()) d.tls_key = tls::read_psk_file(d.tls_key_file, "tls_key_file");
+  d.e.tls.key = std::move(d.tls_key);
+  if (!d.e.tls.enabled) {
+    if (d.e.tls.key) throw std::invalid_argument("tls_key: needs tls=1 (a key alone does not turn TLS on)");
+    return;
+  }
+  if (!d.e.tls.key)
+    throw std::invalid_argument("tls=1: needs tls_key= or tls_key_file= (the configured PSK, NVMeTLSkey-1:NN:BASE64: as "
+                                "nvme gen-tls-key prints it)");
+  const auto id = tls::parse_identity(d.e.tls.identity);
+  const tls::PskHash h = id ? id->hash : tls::psk_hash(*d.e.tls.key);
+  if (std::find(d.e.tls.suites.begin(), d.e.tls.suites.end(), h) == d.e.tls.suites.end())
+    throw std::invalid_argument(
+        fmt::format("tls_ciphers: the PSK goes with {}, which the list leaves out", tls::cipher_suite(h)));
+}
+
 // The options that need others, once all are read.
 void combine(Draft &d) {
   d.e.paths = parse_paths(d.traddr, d.trsvcid.empty() ? kNvmeTcpPort : d.trsvcid, "traddr");
@@ -352,6 +426,7 @@ void combine(Draft &d) {
   d.e.host_traddr = per_path("host_traddr", d.host_traddr, d.e.paths.size());
   d.e.host_iface = per_path("host_iface", d.host_iface, d.e.paths.size());
   combine_auth(d);
+  combine_tls(d);
 }
 
 } // namespace

@@ -19,6 +19,7 @@
 #include "pdu.hpp"
 #include "priority_pairs.hpp"
 #include "sock.hpp"
+#include "tls_options.hpp"
 
 namespace mpnvme {
 
@@ -72,6 +73,7 @@ struct EngineOptions {
   std::string path_stats;                       // JSON lines file, "" = none
   std::chrono::milliseconds mptcp_join_wait{0}; // 0: I/O starts as soon as a queue connects
   dhchap::HostAuthConfig auth;                  // DH-HMAC-CHAP secrets and what may be offered
+  tls::HostTlsConfig tls;                       // the secure channel
 };
 
 // Option name -> value as given; options not given take the table's default.

@@ -30,12 +30,14 @@ namespace mpnvme::tls {
 // The hash of the cipher suite a PSK goes with: SHA-256 for
 // TLS_AES_128_GCM_SHA256, SHA-384 for TLS_AES_256_GCM_SHA384.
 enum class PskHash : uint8_t { Sha256 = 1, Sha384 = 2 };
+constexpr PskHash kSuites[] = {PskHash::Sha256, PskHash::Sha384};
 const char *cipher_suite(PskHash h); // OpenSSL's (and IANA's) name
 size_t hash_len(PskHash h);
 
 struct ConfiguredPsk {
   uint8_t hmac = 0; // NN: 0 none, 1 SHA-256, 2 SHA-384
   SecretBytes key;  // 32 or 48 bytes
+  bool operator==(const ConfiguredPsk &) const = default;
 };
 
 // `what` names the source in errors (an option, a file, a host entry);

@@ -199,13 +199,13 @@ HandshakeStep TlsStream::handshake() {
   switch (SSL_get_error(p_->ssl, r)) {
   case SSL_ERROR_WANT_READ: return HandshakeStep::WantRead;
   case SSL_ERROR_WANT_WRITE: return HandshakeStep::WantWrite;
-  default: fail("the TLS handshake"); return HandshakeStep::Failed;
+  default: set_failed("the TLS handshake"); return HandshakeStep::Failed;
   }
 }
 
 // A fatal error: the reason is kept (OpenSSL's queue, the socket's errno,
 // or what the first byte says about the peer) and every later call fails.
-ssize_t TlsStream::fail(const char *during) {
+ssize_t TlsStream::set_failed(const char *during) {
   std::string why = ssl_reasons();
   const int first = p_->bio.first;
   errno = EPROTO;
@@ -244,6 +244,7 @@ ssize_t TlsStream::recv(const iovec *iov, size_t n) {
       const int e = SSL_get_error(p_->ssl, 0);
       total += filled;
       if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+        more_ = false; // what OpenSSL holds is at most part of a record
         if (total) return static_cast<ssize_t>(total);
         errno = EAGAIN;
         return -1;
@@ -253,13 +254,14 @@ ssize_t TlsStream::recv(const iovec *iov, size_t n) {
         return static_cast<ssize_t>(total);
       }
       if (total) { // the bytes first; the failure on the next call
-        fail("TLS receive");
+        set_failed("TLS receive");
         return static_cast<ssize_t>(total);
       }
-      return fail("TLS receive");
+      return set_failed("TLS receive");
     }
     total += filled;
   }
+  more_ = SSL_has_pending(p_->ssl); // whole records may wait behind a full read
   return static_cast<ssize_t>(total);
 }
 
@@ -296,10 +298,12 @@ ssize_t TlsStream::send(const iovec *iov, size_t n) {
     errno = EAGAIN; // OpenSSL holds the record: the same bytes next time
     return -1;
   }
-  return fail("TLS send");
+  return set_failed("TLS send");
 }
 
-void TlsStream::close_notify() {
+bool TlsStream::buffered() const { return more_ && !failed_; }
+
+void TlsStream::close() {
   if (failed_ || !SSL_is_init_finished(p_->ssl)) return;
   ERR_clear_error();
   SSL_shutdown(p_->ssl);

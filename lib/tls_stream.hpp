@@ -52,12 +52,13 @@ public:
   ssize_t send(const iovec *iov, size_t n) override;
   std::string failure() const override { return failure_; }
   const char *mode() const override { return "user-tls"; }
+  bool buffered() const override;
   // A close_notify alert, best effort, before the socket is shut.
-  void close_notify();
+  void close() override;
 
   // The identity offered (host) or accepted (target), and the suite.
   const std::string &identity() const { return identity_; }
-  std::string cipher() const;
+  std::string cipher() const override;
   // The peer's first byte, -1 before any came: 0x16 opens a TLS
   // handshake, an NVMe/TCP PDU type (0x00 ICReq, 0x03 C2HTermReq) is a
   // plaintext peer.
@@ -69,13 +70,14 @@ public:
 
 private:
   explicit TlsStream(std::unique_ptr<Impl> impl);
-  ssize_t fail(const char *during);
+  ssize_t set_failed(const char *during);
   std::unique_ptr<Impl> p_;
   std::string identity_, failure_, refusal_;
   PskLookup lookup_;
   SecretBytes client_psk_;
   PskHash client_hash_ = PskHash::Sha256;
   bool failed_ = false, eof_ = false;
+  bool more_ = false; // the last receive filled its iovecs with records left over
   // A write OpenSSL could not finish: the same bytes must be offered again.
   const uint8_t *pending_ = nullptr;
   size_t pending_len_ = 0;

@@ -16,20 +16,18 @@ constexpr size_t kMaxIov = 1024;       // IOV_MAX on Linux
 constexpr unsigned kMaxRecvCalls = 16; // per receive(): other paths get their turn
 } // namespace
 
-Channel::Channel(Fd fd, QueueParams params) : fd_(std::move(fd)), q_(std::move(params)), iov_(kMaxIov) {}
+Channel::Channel(Fd fd, QueueParams params)
+    : fd_(std::move(fd)), stream_(std::make_unique<SocketStream>(fd_.get())), q_(std::move(params)), iov_(kMaxIov) {}
 
 void Channel::send() {
   while (!q_.failed()) {
     const size_t n = q_.tx_iov(iov_.data(), iov_.size());
     if (!n) return;
-    msghdr mh{};
-    mh.msg_iov = iov_.data();
-    mh.msg_iovlen = n;
-    const ssize_t sent = ::sendmsg(fd_.get(), &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const ssize_t sent = stream_->send(iov_.data(), n);
     if (sent < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN) return;
-      q_.fail(fmt::format("send failed: {}", strerror(errno)));
+      q_.fail(errno == EPROTO ? stream_->failure() : fmt::format("send failed: {}", strerror(errno)));
       return;
     }
     q_.on_sent(static_cast<size_t>(sent));
@@ -39,16 +37,19 @@ void Channel::send() {
 
 bool Channel::receive() {
   bool got = false;
-  for (unsigned i = 0; i < kMaxRecvCalls && !q_.failed(); i++) {
+  // Records a TLS layer decrypted already are read past the limit: no
+  // readiness report would tell of them.
+  for (unsigned i = 0; (i < kMaxRecvCalls || stream_->buffered()) && !q_.failed(); i++) {
     iovec iov[2];
-    msghdr mh{};
-    mh.msg_iov = iov;
-    mh.msg_iovlen = q_.rx_iov(iov);
-    const size_t room = iov[0].iov_len + (mh.msg_iovlen > 1 ? iov[1].iov_len : 0);
-    const ssize_t n = ::recvmsg(fd_.get(), &mh, MSG_DONTWAIT);
+    const size_t cnt = q_.rx_iov(iov);
+    const size_t room = iov[0].iov_len + (cnt > 1 ? iov[1].iov_len : 0);
+    const ssize_t n = stream_->recv(iov, cnt);
     if (n < 0) {
       if (errno == EINTR) continue;
-      if (errno != EAGAIN) q_.fail(fmt::format("receive failed: {}", strerror(errno)));
+      if (errno == EPROTO)
+        q_.fail(stream_->failure());
+      else if (errno != EAGAIN)
+        q_.fail(fmt::format("receive failed: {}", strerror(errno)));
       break;
     }
     got = true;
@@ -65,8 +66,10 @@ void Channel::close() {
   closed_ = true;
   const auto &term = q_.termreq();
   if (!term.empty()) {
-    [[maybe_unused]] ssize_t n = ::send(fd_.get(), term.data(), term.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    const iovec iov{const_cast<uint8_t *>(term.data()), term.size()};
+    [[maybe_unused]] ssize_t n = stream_->send(&iov, 1);
   }
+  stream_->close();
   ::shutdown(fd_.get(), SHUT_RDWR);
 }
 

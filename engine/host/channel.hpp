@@ -4,8 +4,10 @@
 // use the blocking helpers, which wait on this one socket with a deadline.
 #pragma once
 #include <chrono>
+#include <memory>
 #include <vector>
 
+#include "../../lib/byte_stream.hpp"
 #include "../../lib/sock.hpp"
 #include "queue.hpp"
 
@@ -21,6 +23,10 @@ public:
   Queue &queue() { return q_; }
   const Queue &queue() const { return q_; }
   int fd() const { return fd_.get(); }
+  // What carries the bytes: the socket, or a TLS record layer over it
+  // (set before initialize()).
+  void set_stream(std::unique_ptr<ByteStream> s) { stream_ = std::move(s); }
+  const ByteStream &stream() const { return *stream_; }
 
   // Hand the queue's batch to the socket, one sendmsg per batch, looping
   // only on partial writes; returns when the socket is full.
@@ -48,6 +54,7 @@ private:
   }
 
   Fd fd_;
+  std::unique_ptr<ByteStream> stream_;
   Queue q_;
   std::vector<iovec> iov_;
   bool closed_ = false;

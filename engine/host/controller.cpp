@@ -15,6 +15,7 @@
 
 #include "../../lib/log.hpp"
 #include "authenticate.hpp"
+#include "secure_channel.hpp"
 
 namespace mpnvme::host {
 namespace {
@@ -113,10 +114,22 @@ std::unique_ptr<Channel> HostController::open_channel(uint16_t qid, uint16_t slo
   p.incapsule_limit = qid == 0 ? nvme::kAdminInlineBytes : 0;
   p.label = fmt::format("{} qid {}", label_, qid);
   auto ch = std::make_unique<Channel>(std::move(fd), std::move(p));
+  if (cfg_.tls.enabled) {
+    try {
+      ch->set_stream(start_tls(ch->fd(), cfg_.tls, cfg_.host.hostnqn, cfg_.subnqn, Clock::now() + cfg_.admin_timeout));
+    } catch (const std::exception &e) {
+      throw std::runtime_error(fmt::format("{} qid {}: TLS: {}", label_, qid, e.what()));
+    }
+  }
   try {
     ch->initialize(Clock::now() + cfg_.admin_timeout);
   } catch (const std::exception &e) {
-    throw std::runtime_error(fmt::format("{} qid {}: connection setup (ICReq): {}", label_, qid, e.what()));
+    // nvmet closes a plaintext connection to a port that requires TLS.
+    const bool closed = ch->queue().failure().find("closed by the controller") != std::string::npos;
+    throw std::runtime_error(fmt::format("{} qid {}: connection setup (ICReq): {}{}", label_, qid, e.what(),
+                                         closed && !cfg_.tls.enabled ? " (a port that requires TLS closes plaintext "
+                                                                       "connections: tls=1 with the target's PSK?)"
+                                                                     : ""));
   }
   const MptcpState st = query_mptcp(ch->fd());
   log().debug("{} qid {}: connected over {}{}", label_, qid, st.mptcp ? "MPTCP" : "TCP",

@@ -32,6 +32,7 @@
 #include "../../lib/paths.hpp"
 #include "../../lib/priority_pairs.hpp"
 #include "../../lib/sock.hpp"
+#include "../../lib/tls_options.hpp"
 #include "ana_reads.hpp"
 #include "channel.hpp"
 #include "clock.hpp"
@@ -53,10 +54,11 @@ struct ControllerConfig {
   bool fabrics_disconnect = false; // send Fabrics Disconnect on I/O queues at the end
   std::chrono::milliseconds admin_timeout{0};
   RecoveryOptions recovery;
-  uint16_t queues_wanted = 64; // I/O queues asked for with Set Features Number of Queues
-  bool size_probe = false;     // fio setup's short association: logged at debug only
+  uint16_t queues_wanted = 64;                  // I/O queues asked for with Set Features Number of Queues
+  bool size_probe = false;                      // fio setup's short association: logged at debug only
   std::chrono::milliseconds mptcp_join_wait{0}; // I/O queues: wait for the subflows to settle
   dhchap::HostAuthConfig auth;                  // DH-HMAC-CHAP on every queue, per path
+  tls::HostTlsConfig tls;                       // a TLS handshake before every ICReq
   // Jobs whose configurations are equal in every field share one controller.
   bool operator==(const ControllerConfig &) const = default;
 };

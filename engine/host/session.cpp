@@ -69,6 +69,7 @@ ControllerConfig Session::controller_config(size_t path) const {
   c.recovery = o_.recovery;
   c.mptcp_join_wait = o_.mptcp_join_wait;
   c.auth = o_.auth;
+  c.tls = o_.tls;
   c.queues_wanted = static_cast<uint16_t>(std::clamp(job_.job_number, 64u, 1024u));
   return c;
 }

@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "../../lib/engine_options.hpp"
 #include "../../lib/nvme.hpp"
 #include "../../lib/sock.hpp"
+#include "../mpnvme_engine.h"
 #include "controller.hpp"
 #include "numa.hpp"
-#include "../../lib/engine_options.hpp"
-#include "../mpnvme_engine.h"
 #include "path_policy.hpp"
 #include "path_stats.hpp"
 

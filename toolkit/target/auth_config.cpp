@@ -16,15 +16,14 @@ Secret secret_or_file(const std::string &v, const std::string &what) {
   return parse_secret(v, what);
 }
 
-// HOSTNQN=VALUE, split.
+} // namespace
+
 std::pair<std::string, std::string> host_value(const std::string &arg, const char *option) {
   const size_t eq = arg.find('=');
   if (eq == 0 || eq == std::string::npos || eq + 1 == arg.size())
     throw std::invalid_argument(fmt::format("{}: expected HOSTNQN=SECRET or HOSTNQN=@FILE", option));
   return {arg.substr(0, eq), arg.substr(eq + 1)};
 }
-
-} // namespace
 
 void add_cli_auth(HostAuth &auth, const AuthOptions &o) {
   const auto hashes = parse_hash_list(o.hashes, "--dhchap-hash");

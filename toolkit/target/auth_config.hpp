@@ -20,6 +20,9 @@ struct AuthOptions {
   std::string hashes, groups;               // allowed lists, comma-separated ("" = all)
 };
 
+// HOSTNQN=VALUE (the per-host key options), split; throws naming `option`.
+std::pair<std::string, std::string> host_value(const std::string &arg, const char *option);
+
 // The command line's: each key names its host; a controller key needs
 // that host's key. Throws std::invalid_argument naming the option, never
 // showing a secret.

@@ -153,7 +153,10 @@ TargetConfig load_json_config(const std::string &path) {
     }
     c.subsystems.push_back(sc);
   }
-  if (j.contains("hosts")) add_json_hosts(c.host_auth, j["hosts"], path);
+  if (j.contains("hosts")) {
+    add_json_hosts(c.host_auth, j["hosts"], path);
+    add_json_tls_keys(c.tls_keys, j["hosts"], path);
+  }
   for (size_t i = 0; j.contains("ports") && i < j["ports"].size(); i++) {
     const json &p = j["ports"][i];
     const std::string where = fmt::format("{}: ports[{}]", path, i);
@@ -168,6 +171,7 @@ TargetConfig load_json_config(const std::string &path) {
       pc.transport = Transport::Mptcp;
     else
       throw std::runtime_error(fmt::format("{}.addr.trtype: '{}' (accepted: tcp, mptcp)", where, tr));
+    pc.tls = tls_port_from_json(jstr(addr, "tsas", where + ".addr"), jstr(addr, "treq", where + ".addr"), where);
     const json param = p.value("param", json::object());
     if (auto v = jopt_uint(param, "inline_data_size", 1u << 20, where + ".param")) pc.inline_data_size = *v;
     pc.sk_priority = jopt_uint(param, "so_priority", 0x7fffffff, where + ".param");
@@ -203,6 +207,16 @@ static void require_job_auth(TargetConfig &c, SubsystemConfig &sub, const Engine
     sub.allowed_hosts.push_back(engine.host.hostnqn);
 }
 
+// A job with tls=1: its paths require TLS, its host brings the job's key,
+// and no other host is let in.
+static void require_job_tls(TargetConfig &c, SubsystemConfig &sub, const EngineOptions &engine) {
+  if (!engine.tls.enabled) return;
+  c.tls_keys[engine.host.hostnqn] = *engine.tls.key;
+  sub.allow_any_host = false;
+  if (std::find(sub.allowed_hosts.begin(), sub.allowed_hosts.end(), engine.host.hostnqn) == sub.allowed_hosts.end())
+    sub.allowed_hosts.push_back(engine.host.hostnqn);
+}
+
 TargetConfig config_from_jobfile(const std::string &path) { return config_from_jobs(read_jobfile(path), path); }
 
 TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::string &path) {
@@ -226,6 +240,7 @@ TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::st
       sub = &c.subsystems.back();
     }
     require_job_auth(c, *sub, engine);
+    require_job_tls(c, *sub, engine);
     NamespaceConfig *ns = nullptr;
     for (auto &n : sub->namespaces)
       if (n.nsid == engine.nsid) ns = &n;
@@ -245,11 +260,16 @@ TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::st
     if (!size) need = std::max(need, kJobNamespaceBytes);
     ns->size = std::max(ns->size, (need + 4095) / 4096 * 4096);
     for (const PathAddr &pa : engine.paths) {
-      if (!seen_ports.insert(pa.display()).second) continue;
+      if (!seen_ports.insert(pa.display()).second) {
+        for (PortConfig &pc : c.ports) // a port one TLS job uses requires TLS of every job
+          if (pc.addr.display() == pa.display() && engine.tls.enabled) pc.tls = TlsPort::Required;
+        continue;
+      }
       PortConfig pc;
       pc.id = static_cast<uint16_t>(c.ports.size() + 1);
       pc.addr = pa;
       pc.transport = engine.transport;
+      pc.tls = engine.tls.enabled ? TlsPort::Required : TlsPort::None;
       c.ports.push_back(pc);
     }
   }
@@ -259,6 +279,10 @@ TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::st
 void finalize(TargetConfig &c) {
   if (c.subsystems.empty()) throw std::invalid_argument("no subsystem configured (--subnqn with --ns, --config or --job)");
   if (c.ports.empty()) throw std::invalid_argument("no port configured (--listen, --config or --job)");
+  for (const PortConfig &p : c.ports)
+    if (p.tls != TlsPort::None && c.tls_keys.empty())
+      throw std::invalid_argument(
+          fmt::format("port {} ({}) speaks TLS, but no host has a TLS key (--tls-key HOSTNQN=KEY)", p.id, p.addr.display()));
   std::set<std::string> nqns;
   for (auto &s : c.subsystems) {
     if (!nqns.insert(s.nqn).second) throw std::invalid_argument(fmt::format("subsystem {} configured twice", s.nqn));

@@ -15,6 +15,7 @@
 #include "jobfile.hpp"
 #include "paths.hpp"
 #include "sock.hpp"
+#include "tls_config.hpp"
 
 namespace mpnvme::target {
 
@@ -50,6 +51,7 @@ struct PortConfig {
   uint32_t inline_data_size = 16384;
   std::map<uint32_t, AnaState> ana;    // ANA group -> state (absent: optimized)
   std::vector<std::string> subsystems; // NQNs served here; empty = all
+  TlsPort tls = TlsPort::None;
   AnaState ana_state(uint32_t grp) const;
 };
 
@@ -65,6 +67,7 @@ struct TargetConfig {
   bool reflect_tos = false; // answer with the TOS of the host's SYN (--reflect-tos)
   bool poll = false;        // event loops spin on their completion queues (--poll)
   HostAuth host_auth;       // hosts that must authenticate (DH-HMAC-CHAP)
+  TlsKeys tls_keys;         // hosts that may open a secure channel, with their PSKs
 };
 
 // Namespace spec: ram:SIZE | null:SIZE | file:PATH | /dev/... | PATH, with

@@ -82,6 +82,9 @@ public:
   // delivery of asynchronous events. Returns false once the connection
   // should be closed.
   bool tick(std::chrono::steady_clock::time_point now);
+  // The connection's secure channel was opened with this PSK identity:
+  // Connect must come from its host for its subsystem.
+  void set_tls_identity(std::string identity, std::string hostnqn, std::string subnqn);
   bool closing() const { return closing_; }
   const std::string &close_reason() const { return close_reason_; }
   void close(const std::string &why);
@@ -191,6 +194,7 @@ private:
   std::string connect_host_;             // host NQN of the Connect, for refusals before a controller exists
   // DH-HMAC-CHAP: set by Connect for a host with a key; until it has
   // authenticated, the queue takes Authentication Send/Receive only.
+  std::string tls_identity_, tls_host_, tls_subsys_; // empty: no secure channel
   std::unique_ptr<dhchap::ControllerTransaction> auth_;
   bool auth_pending_ = false;
 };

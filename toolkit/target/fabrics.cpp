@@ -39,6 +39,12 @@ void Connection::exec_fabrics(Cmd &c, uint16_t slot) {
   }
 }
 
+void Connection::set_tls_identity(std::string identity, std::string hostnqn, std::string subnqn) {
+  tls_identity_ = std::move(identity);
+  tls_host_ = std::move(hostnqn);
+  tls_subsys_ = std::move(subnqn);
+}
+
 void Connection::connect(Cmd &c, uint16_t slot) {
   const uint8_t *s = c.sqe.b.data();
   const uint16_t recfmt = wire::get16(s, 40), qid = wire::get16(s, 42), sqsize = wire::get16(s, 44);
@@ -58,6 +64,10 @@ void Connection::connect(Cmd &c, uint16_t slot) {
     return bad(false, 44, fmt::format("SQSIZE {} (0's based) outside 1..{}", sqsize, entries - 1));
   Subsystem *sub = reg_.find_subsystem(d.subnqn);
   if (!sub || !port_.serves(d.subnqn)) return bad(true, 256, fmt::format("unknown subsystem '{}' on this port", d.subnqn));
+  if (!tls_identity_.empty() && (d.hostnqn != tls_host_ || d.subnqn != tls_subsys_))
+    return refuse(
+        slot, kStatusConnectInvalidHost,
+        fmt::format("Connect as host {} to {} over the secure channel of identity '{}'", d.hostnqn, d.subnqn, tls_identity_));
   if (!sub->discovery && !sub->host_allowed(d.hostnqn))
     return refuse(slot, kStatusConnectInvalidHost, fmt::format("host {} is not allowed on {}", d.hostnqn, d.subnqn));
   if (qid == 0) {

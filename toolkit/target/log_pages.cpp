@@ -96,7 +96,10 @@ Page discovery_log(const LogContext &x, uint8_t) {
       e[0] = NVMF_TRTYPE_TCP;      // MPTCP is TCP on the wire
       e[1] = pc.addr.ipv6 ? 2 : 1; // ADRFAM
       e[2] = 2;                    // SUBTYPE: NVMe subsystem
-      e[3] = 0;                    // TREQ: not specified
+      // TREQ: the secure channel required or not (nvmet's addr_treq); with
+      // TLS the TSAS says which (SECTYPE TLS 1.3).
+      e[3] = pc.tls == TlsPort::Required ? NVMF_TREQ_REQUIRED : pc.tls == TlsPort::Optional ? NVMF_TREQ_NOT_REQUIRED : 0;
+      if (pc.tls != TlsPort::None) e[768] = NVMF_TCP_SECTYPE_TLS13;
       put16(e, 4, pc.id);
       put16(e, 6, 0xffff); // CNTLID: dynamic
       put16(e, 8, 32);     // ASQSZ

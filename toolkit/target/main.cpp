@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <pthread.h>
+#include <sstream>
 #include <thread>
 
 #include "cli.hpp"
@@ -28,6 +29,8 @@ struct Cli {
   bool reflect_tos = false;
   bool poll = false;
   AuthOptions auth;
+  bool tls = false;                  // every port requires TLS
+  std::vector<std::string> tls_keys; // HOSTNQN=KEY or HOSTNQN=@FILE
 };
 
 // --reflect-tos: Linux reflects the TOS of a connection's SYN on the
@@ -92,15 +95,22 @@ TargetConfig build_config(const Cli &o) {
     }
   }
   const Transport tr = o.transport == "tcp" ? Transport::Tcp : Transport::Mptcp;
-  for (const auto &l : o.listen)
-    for (const PathAddr &a : parse_paths(l, o.port, "--listen")) {
-      PortConfig p;
-      p.id = static_cast<uint16_t>(c.ports.size() + 1);
-      p.addr = a;
-      p.transport = tr;
-      c.ports.push_back(p);
+  for (const auto &l : o.listen) {
+    std::stringstream items(l);
+    for (std::string item; std::getline(items, item, ',');) {
+      const TlsPort tls = take_tls_suffix(item);
+      for (const PathAddr &a : parse_paths(item, o.port, "--listen")) {
+        PortConfig p;
+        p.id = static_cast<uint16_t>(c.ports.size() + 1);
+        p.addr = a;
+        p.transport = tr;
+        p.tls = tls;
+        c.ports.push_back(p);
+      }
     }
+  }
   for (auto &p : c.ports) {
+    if (o.tls) p.tls = TlsPort::Required;
     if (o.sk_priority) p.sk_priority = o.sk_priority;
     if (o.tos) p.tos = o.tos;
     if (!o.listen.empty() || !o.job.empty()) p.inline_data_size = o.inline_data_size;
@@ -125,6 +135,7 @@ TargetConfig build_config(const Cli &o) {
   c.reflect_tos = o.reflect_tos;
   c.poll = o.poll;
   add_cli_auth(c.host_auth, o.auth);
+  add_cli_tls_keys(c.tls_keys, o.tls_keys);
   finalize(c);
   return c;
 }
@@ -148,6 +159,11 @@ static void add_target_options(CLI::App &app, Cli &o) {
   app.add_option("--dhchap-hash", o.auth.hashes, "hash functions allowed, preferred first (default sha256,sha384,sha512)");
   app.add_option("--dhchap-dhgroup", o.auth.groups,
                  "DH groups allowed, preferred first (default null,ffdhe2048,ffdhe3072,ffdhe4096,ffdhe6144,ffdhe8192)");
+  app.add_flag("--tls", o.tls,
+               "every port requires TLS 1.3 (PSK) before ICReq; ADDR:PORT:tls in --listen for one port, "
+               "ADDR:PORT:tls-optional to take plaintext too");
+  app.add_option("--tls-key", o.tls_keys,
+                 "HOSTNQN=KEY or HOSTNQN=@FILE: the host's configured TLS PSK (NVMeTLSkey-1:NN:BASE64:), repeatable");
   app.add_option("--sk-priority", o.sk_priority, "SO_PRIORITY of every accepted socket");
   auto *tos_opt = app.add_option("--tos", o.tos, "IP TOS / traffic class of every accepted socket")->check(CLI::Range(0, 255));
   app.add_flag("--reflect-tos", o.reflect_tos, "answer each connection with the TOS of the host's SYN (net.ipv4.tcp_reflect_tos)")
@@ -178,8 +194,9 @@ static void add_target_options(CLI::App &app, Cli &o) {
 // What is served, then the ready line scripts wait for.
 static void announce(Registry &reg, const TargetConfig &cfg) {
   for (auto &p : reg.ports())
-    fmt::print("mpnvme-target: port {} listening on {} ({})\n", p->cfg.id, p->cfg.addr.display(),
-               transport_name(p->cfg.transport));
+    fmt::print("mpnvme-target: port {} listening on {} ({}{})\n", p->cfg.id, p->cfg.addr.display(),
+               transport_name(p->cfg.transport),
+               p->cfg.tls == TlsPort::None ? "" : fmt::format(", {}", tls_port_name(p->cfg.tls)));
   for (auto &s : cfg.subsystems)
     for (auto &n : s.namespaces)
       fmt::print("mpnvme-target: {} nsid {}: {}, {}-byte blocks\n", s.nqn, n.nsid, n.spec(), n.lba);

@@ -154,6 +154,10 @@ void Reactor::start(int fd, PortState &port, std::string peer) {
   c.file_ops.resize(reg_.config().queue_entries, Op{Op::File});
   for (Op &o : c.file_ops)
     o.conn = &c;
+  if (port.cfg.tls == TlsPort::None)
+    c.stream = std::make_unique<SocketStream>(fd);
+  else
+    c.detect = true;
   log().debug("port {}: connection from {} on reactor {}", port.cfg.id, c.c->peer(), id_);
   arm_readable(c); // --poll too: it is the event loop that never sleeps
 }
@@ -180,20 +184,19 @@ void Reactor::submit_file(Connection &c, uint16_t slot, FileOp op, int fd, uint8
 // busy connection cannot hold the others up.
 bool Reactor::receive(Conn &c) {
   bool got = false;
+  if (!c.stream && (c.shut || c.c->closing() || !secure_setup(c))) return got;
   for (int round = 0; round < 8 && !c.shut && !c.c->closing(); round++) {
     iovec iov[2];
-    msghdr mh{};
-    mh.msg_iov = iov;
-    mh.msg_iovlen = c.c->rx_iov(iov);
+    const size_t cnt = c.c->rx_iov(iov);
     size_t room = 0;
-    for (size_t i = 0; i < mh.msg_iovlen; i++)
+    for (size_t i = 0; i < cnt; i++)
       room += iov[i].iov_len;
-    const ssize_t n = ::recvmsg(c.c->fd(), &mh, MSG_DONTWAIT);
+    const ssize_t n = c.stream->recv(iov, cnt);
     if (n < 0) {
       if (errno == EAGAIN || errno == EINTR) {
         c.readable = false;
       } else {
-        c.c->close(fmt::format("receive: {}", strerror(errno)));
+        c.c->close(errno == EPROTO ? c.stream->failure() : fmt::format("receive: {}", strerror(errno)));
       }
       return got;
     }
@@ -209,20 +212,80 @@ bool Reactor::receive(Conn &c) {
 }
 
 void Reactor::send(Conn &c) {
+  if (!c.stream) {
+    if (!c.shut && !c.c->closing() && c.handshaking) secure_setup(c); // the handshake's flight waited for room
+    return;
+  }
   while (!c.shut && !c.write_armed && c.c->has_pending_send()) {
-    msghdr mh{};
-    mh.msg_iov = send_iov_.data();
-    mh.msg_iovlen = c.c->build_send(send_iov_.data(), send_iov_.size());
-    const ssize_t sent = ::sendmsg(c.c->fd(), &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+    const size_t cnt = c.c->build_send(send_iov_.data(), send_iov_.size());
+    const ssize_t sent = c.stream->send(send_iov_.data(), cnt);
     if (sent < 0 && errno == EINTR) continue;
     if (sent < 0 && errno == EAGAIN) return arm_writable(c); // the socket buffer is full
     if (sent < 0) {
-      c.c->close(fmt::format("send: {}", strerror(errno)));
+      c.c->close(errno == EPROTO ? c.stream->failure() : fmt::format("send: {}", strerror(errno)));
       shut(c);
       return;
     }
     c.c->on_sent(static_cast<size_t>(sent));
   }
+}
+
+// A TLS port: a ClientHello (0x16, a TLS handshake record) starts the
+// handshake; a plaintext ICReq is refused where TLS is required, as nvmet
+// does, and taken where it is optional.
+bool Reactor::secure_setup(Conn &c) {
+  const PortState &port = c.c->port();
+  if (c.detect) {
+    uint8_t first = 0;
+    const ssize_t n = ::recv(c.c->fd(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+      c.readable = false;
+      return false;
+    }
+    if (n <= 0) {
+      c.c->close(n == 0 ? "closed by the host before it sent anything" : fmt::format("receive: {}", strerror(errno)));
+      return false;
+    }
+    c.detect = false;
+    if (first == 0x16) {
+      auto lookup = [this, &port](const std::string &identity, std::string &refusal) {
+        return psk_for_identity(
+            reg_.config().tls_keys, [&](const std::string &nqn) { return reg_.find_subsystem(nqn) && port.serves(nqn); },
+            identity, refusal);
+      };
+      c.handshaking = tls::TlsStream::server(c.c->fd(), lookup, {std::begin(tls::kSuites), std::end(tls::kSuites)});
+    } else if (port.cfg.tls == TlsPort::Required) {
+      log().warn("port {}: plaintext connection from {} refused: the port requires TLS (its first byte is {:#04x}, {})",
+                 port.cfg.id, c.c->peer(), first, first == 0 ? "an ICReq" : "not a TLS record");
+      c.c->close("plaintext on a port that requires TLS");
+      return false;
+    } else {
+      c.stream = std::make_unique<SocketStream>(c.c->fd());
+      return true;
+    }
+  }
+  switch (c.handshaking->handshake()) {
+  case tls::HandshakeStep::Done: handshake_done(c); return true;
+  case tls::HandshakeStep::WantRead: c.readable = false; return false;
+  case tls::HandshakeStep::WantWrite: arm_writable(c); return false;
+  case tls::HandshakeStep::Failed: break;
+  }
+  // A wrong key or an unknown identity counts as a failed authentication:
+  // the address waits before its next try, so keys cannot be guessed fast.
+  if (!c.handshaking->refusal().empty() || c.handshaking->first_byte() == 0x16)
+    reg_.backoff().failed(AuthBackoff::address(c.c->peer()), AuthBackoff::Clock::now());
+  log().warn("port {}: connection from {}: {}", port.cfg.id, c.c->peer(), c.handshaking->failure());
+  c.c->close("TLS handshake failed");
+  return false;
+}
+
+void Reactor::handshake_done(Conn &c) {
+  const std::string identity = c.handshaking->identity();
+  const auto id = tls::parse_identity(identity);
+  log().info("port {}: connection from {}: TLS 1.3 {} (records in user space), identity '{}'", c.c->port().cfg.id, c.c->peer(),
+             c.handshaking->cipher(), identity);
+  c.c->set_tls_identity(identity, id->hostnqn, id->subnqn); // the lookup accepted only NVMe identities
+  c.stream = std::move(c.handshaking);
 }
 
 // One turn over the sockets: receive what is there, then send what the
@@ -252,7 +315,8 @@ bool Reactor::waits_after_failed_authentication(const std::string &peer, uint16_
   const std::string addr = AuthBackoff::address(peer);
   if (!reg_.backoff().waiting(addr, AuthBackoff::Clock::now(), &log_it)) return false;
   if (log_it)
-    log().warn("port {}: refusing connections from {} for a while: its last authentication failed (DH-HMAC-CHAP)", port, addr);
+    log().warn("port {}: refusing connections from {} for a while: its last authentication failed (DH-HMAC-CHAP or TLS PSK)",
+               port, addr);
   return true;
 }
 
@@ -360,6 +424,7 @@ void Reactor::tick() {
 void Reactor::shut(Conn &c) {
   if (c.shut) return;
   c.shut = true;
+  if (c.stream) c.stream->close();
   ::shutdown(c.c->fd(), SHUT_RDWR);
 }
 

@@ -20,9 +20,11 @@
 #include <mutex>
 #include <vector>
 
+#include "byte_stream.hpp"
 #include "connection.hpp"
 #include "idle_spin.hpp"
 #include "registry.hpp"
+#include "tls_stream.hpp"
 
 namespace mpnvme::target {
 
@@ -56,6 +58,12 @@ private:
   };
   struct Conn {
     std::unique_ptr<Connection> c;
+    // What carries the bytes; null while a TLS port's connection is being
+    // set up: its first byte (detect) says TLS or plaintext, then the
+    // handshake runs on readiness like any receive.
+    std::unique_ptr<ByteStream> stream;
+    std::unique_ptr<tls::TlsStream> handshaking;
+    bool detect = false;
     Op readable_op{Op::Readable}, writable_op{Op::Writable};
     std::vector<Op> file_ops;
     bool readable = true;     // data may be waiting (a readiness report, or the last receive filled its buffers)
@@ -88,6 +96,9 @@ private:
   void on_readiness(Op &op, int res, unsigned flags);
   void on_wake();
   bool receive(Conn &c); // true when bytes arrived
+  // A TLS port's connection up to its first PDU: true once `stream` is set.
+  bool secure_setup(Conn &c);
+  void handshake_done(Conn &c);
   void send(Conn &c);
   bool serve_sockets(bool spinning);
   void start(int fd, PortState &port, std::string peer);

@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The NVMe/TCP secure channel on a new queue socket, before its ICReq, as
+// the Linux host has tlshd do it: a TLS 1.3 handshake with the PSK
+// identity and key of tls_key= (lib/tls_options.hpp), then the records in
+// user space (lib/tls_stream.hpp) or in the kernel.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "../../lib/byte_stream.hpp"
+#include "../../lib/tls_options.hpp"
+#include "clock.hpp"
+
+namespace mpnvme::host {
+
+// Throws std::runtime_error saying what failed (the handshake's alert, a
+// plaintext answer, the deadline); never shows a key.
+std::unique_ptr<ByteStream> start_tls(int fd, const tls::HostTlsConfig &cfg, const std::string &hostnqn,
+                                      const std::string &subnqn, Clock::time_point deadline);
+
+} // namespace mpnvme::host
