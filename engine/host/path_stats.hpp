@@ -33,6 +33,8 @@ struct PathStats {
   uint64_t reconnects = 0; // I/O queue connections after the first
   uint64_t down_ns = 0;    // time this path was unusable during the job
   unsigned subflows = 0;   // MPTCP subflows of the I/O queue at job end (0: none)
+  std::string tls_mode;    // "user-tls", "ktls"; empty without a secure channel
+  std::string tls_cipher;  // "TLS_AES_128_GCM_SHA256"
   LatencyHistogram latency;
 };
 

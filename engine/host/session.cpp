@@ -244,8 +244,10 @@ void Session::report_transport(const Path &p) const {
     if (!once.exchange(true))
       log().warn("{}: MPTCP fell back to plain TCP (the peer or a middlebox does not speak MPTCP)", p.label);
   }
-  log().info("job {} {}: transport in effect: {}{}", job_.name, p.label, st.mptcp ? "MPTCP" : "TCP",
-             st.mptcp ? fmt::format(", {} additional subflow(s)", st.subflows) : "");
+  const ByteStream &bs = p.ch->stream();
+  log().info("job {} {}: transport in effect: {}{}{}", job_.name, p.label, st.mptcp ? "MPTCP" : "TCP",
+             st.mptcp ? fmt::format(", {} additional subflow(s)", st.subflows) : "",
+             bs.cipher().empty() ? "" : fmt::format(", TLS 1.3 {} ({})", bs.cipher(), bs.mode()));
   if (!st.mptcp) return;
   // Linux MPTCP: once IP_TOS is set, subflow packets lose SO_PRIORITY.
   for (uint16_t q : {uint16_t(0), p.att->qid}) {
@@ -272,6 +274,10 @@ void Session::report_paths() {
       const MptcpState st = query_mptcp(p.ch->fd());
       s.subflows = st.mptcp ? st.subflows + 1 : 0;
       s.transport = st.mptcp ? "mptcp" : o_.transport == Transport::Mptcp ? "mptcp (fell back to tcp)" : "tcp";
+      if (!p.ch->stream().cipher().empty()) {
+        s.tls_mode = p.ch->stream().mode();
+        s.tls_cipher = p.ch->stream().cipher();
+      }
       if (st.mptcp) log().info("job {} {}: MPTCP used {} subflow(s)", job_.name, p.label, st.subflows + 1);
     } else if (s.transport.empty()) {
       s.transport = transport_name(o_.transport);
@@ -287,6 +293,8 @@ void Session::report_paths() {
                      {"qid", p.att ? p.att->qid : 0},
                      {"transport", s.transport},
                      {"subflows", s.subflows},
+                     {"tls", s.tls_mode.empty() ? nlohmann::json(nullptr)
+                                                : nlohmann::json{{"mode", s.tls_mode}, {"cipher", s.tls_cipher}}},
                      {"commands", s.commands},
                      {"bytes_read", s.bytes_read},
                      {"bytes_written", s.bytes_written},
