@@ -411,6 +411,8 @@ void combine_tls(Draft &d) {
   if (!d.e.tls.key)
     throw std::invalid_argument("tls=1: needs tls_key= or tls_key_file= (the configured PSK, NVMeTLSkey-1:NN:BASE64: as "
                                 "nvme gen-tls-key prints it)");
+  if (d.e.tls.mode == tls::Mode::Kernel && d.e.transport == Transport::Mptcp)
+    throw std::invalid_argument("tls_mode=ktls: MPTCP sockets do not take kernel TLS (tls_mode=user or auto, or transport=tcp)");
   const auto id = tls::parse_identity(d.e.tls.identity);
   const tls::PskHash h = id ? id->hash : tls::psk_hash(*d.e.tls.key);
   if (std::find(d.e.tls.suites.begin(), d.e.tls.suites.end(), h) == d.e.tls.suites.end())

@@ -45,12 +45,15 @@ std::vector<uint8_t> hkdf_label(size_t length, const std::string &label, const s
 
 // HKDF-Expand-Label(HKDF-Extract(0, key), label, context, key length),
 // OpenSSL's HKDF in its extract-and-expand mode with an empty salt.
-SecretBytes expand_label(PskHash h, const SecretBytes &key, const std::string &label, const std::string &context, bool compat) {
-  const std::vector<uint8_t> info = hkdf_label(key.size(), label, context, compat);
+SecretBytes expand_label(PskHash h, const SecretBytes &key, const std::string &label, const std::string &context, bool compat,
+                         size_t length = 0, bool extract = true) {
+  if (!length) length = key.size();
+  const std::vector<uint8_t> info = hkdf_label(length, label, context, compat);
   std::unique_ptr<EVP_PKEY_CTX, decltype(&EVP_PKEY_CTX_free)> ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, nullptr), EVP_PKEY_CTX_free);
-  SecretBytes out(key.size());
+  SecretBytes out(length);
   size_t n = out.size();
   if (!ctx || EVP_PKEY_derive_init(ctx.get()) <= 0 || EVP_PKEY_CTX_set_hkdf_md(ctx.get(), md(h)) <= 0 ||
+      (!extract && EVP_PKEY_CTX_set_hkdf_mode(ctx.get(), EVP_PKEY_HKDEF_MODE_EXPAND_ONLY) <= 0) ||
       EVP_PKEY_CTX_set1_hkdf_key(ctx.get(), key.data(), static_cast<int>(key.size())) <= 0 ||
       EVP_PKEY_CTX_add1_hkdf_info(ctx.get(), info.data(), static_cast<int>(info.size())) <= 0 ||
       EVP_PKEY_derive(ctx.get(), out.data(), &n) <= 0 || n != out.size()) {
@@ -141,6 +144,10 @@ SecretBytes derive_tls_psk(const SecretBytes &retained, const PskIdentity &id, b
   const std::string context =
       id.version == 0 ? to_string(id) : fmt::format("{:02} {}", static_cast<unsigned>(id.hash), id.digest);
   return expand_label(id.hash, retained, "nvme-tls-psk", context, compat);
+}
+
+SecretBytes traffic_key(PskHash h, const SecretBytes &secret, const std::string &label, size_t length) {
+  return expand_label(h, secret, label, "", false, length, false);
 }
 
 OfferedPsk host_psk(const ConfiguredPsk &k, const std::string &hostnqn, const std::string &subnqn, unsigned version,

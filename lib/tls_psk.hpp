@@ -65,6 +65,10 @@ std::optional<PskIdentity> parse_identity(const std::string &text);
 std::string psk_digest(PskHash h, const SecretBytes &retained, const std::string &hostnqn, const std::string &subnqn);
 SecretBytes derive_tls_psk(const SecretBytes &retained, const PskIdentity &id, bool compat = false);
 
+// RFC 8446's HKDF-Expand-Label(secret, label, "", length) alone (no
+// extract): the record keys and IVs of a traffic secret, for kernel TLS.
+SecretBytes traffic_key(PskHash h, const SecretBytes &secret, const std::string &label, size_t length);
+
 // What a host offers in its ClientHello for a configured key.
 struct OfferedPsk {
   PskIdentity identity;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <string_view>
 #include <sys/socket.h>
 
 namespace mpnvme::tls {
@@ -110,6 +111,7 @@ struct TlsStream::Impl {
   }
   static int use_session(SSL *ssl, const EVP_MD *md, const unsigned char **id, size_t *idlen, SSL_SESSION **sess);
   static int find_session(SSL *ssl, const unsigned char *id, size_t idlen, SSL_SESSION **sess);
+  static void keylog(const SSL *ssl, const char *line);
 };
 
 namespace {
@@ -117,7 +119,7 @@ namespace {
 // Both roles: TLS 1.3 only, no tickets (a PSK session needs none and the
 // Linux peers expect none), an end of stream without close_notify taken as
 // the end (kernel TLS peers do not send one), records read ahead.
-std::unique_ptr<TlsStream::Impl> make_impl(int fd, bool server, const std::string &suites) {
+std::unique_ptr<TlsStream::Impl> make_impl(int fd, bool server, const std::string &suites, bool for_kernel) {
   auto p = std::make_unique<TlsStream::Impl>();
   p->ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
   if (!p->ctx) throw std::runtime_error("TLS: " + ssl_reasons());
@@ -125,7 +127,7 @@ std::unique_ptr<TlsStream::Impl> make_impl(int fd, bool server, const std::strin
   SSL_CTX_set_max_proto_version(p->ctx, TLS1_3_VERSION);
   SSL_CTX_set_options(p->ctx, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_TICKET);
   SSL_CTX_set_mode(p->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  SSL_CTX_set_read_ahead(p->ctx, 1);
+  SSL_CTX_set_read_ahead(p->ctx, for_kernel ? 0 : 1); // kernel TLS must find the first application record in the socket
   SSL_CTX_set_default_read_buffer_len(p->ctx, 4 * kMaxRecord + 256);
   if (!SSL_CTX_set_ciphersuites(p->ctx, suites.c_str())) throw std::runtime_error("TLS: cipher suites: " + ssl_reasons());
   p->ssl = SSL_new(p->ctx);
@@ -143,8 +145,10 @@ std::unique_ptr<TlsStream::Impl> make_impl(int fd, bool server, const std::strin
 TlsStream::TlsStream(std::unique_ptr<Impl> impl) : p_(std::move(impl)) { SSL_set_app_data(p_->ssl, this); }
 TlsStream::~TlsStream() = default;
 
-std::unique_ptr<TlsStream> TlsStream::client(int fd, const std::string &identity, const SecretBytes &psk, PskHash hash) {
-  std::unique_ptr<TlsStream> t(new TlsStream(make_impl(fd, false, cipher_suite(hash))));
+std::unique_ptr<TlsStream> TlsStream::client(int fd, const std::string &identity, const SecretBytes &psk, PskHash hash,
+                                             bool for_kernel) {
+  std::unique_ptr<TlsStream> t(new TlsStream(make_impl(fd, false, cipher_suite(hash), for_kernel)));
+  if (for_kernel) SSL_CTX_set_keylog_callback(t->p_->ctx, Impl::keylog);
   t->identity_ = identity;
   t->client_psk_ = psk;
   t->client_hash_ = hash;
@@ -153,11 +157,13 @@ std::unique_ptr<TlsStream> TlsStream::client(int fd, const std::string &identity
   return t;
 }
 
-std::unique_ptr<TlsStream> TlsStream::server(int fd, PskLookup lookup, const std::vector<PskHash> &suites) {
+std::unique_ptr<TlsStream> TlsStream::server(int fd, PskLookup lookup, const std::vector<PskHash> &suites, bool for_kernel) {
   std::string list;
   for (PskHash h : suites)
     list += (list.empty() ? "" : ":") + std::string(cipher_suite(h));
-  std::unique_ptr<TlsStream> t(new TlsStream(make_impl(fd, true, list)));
+  std::unique_ptr<TlsStream> t(new TlsStream(make_impl(fd, true, list, for_kernel)));
+  t->server_ = true;
+  if (for_kernel) SSL_CTX_set_keylog_callback(t->p_->ctx, Impl::keylog);
   t->lookup_ = std::move(lookup);
   SSL_set_psk_find_session_callback(t->p_->ssl, Impl::find_session);
   SSL_set_accept_state(t->p_->ssl);
@@ -190,6 +196,38 @@ int TlsStream::Impl::find_session(SSL *ssl, const unsigned char *id, size_t idle
   t->identity_ = std::move(identity);
   return 1;
 }
+
+// OpenSSL's key log, the one place it gives out the traffic secrets kernel
+// TLS needs: "CLIENT_TRAFFIC_SECRET_0 <client random> <secret in hex>".
+void TlsStream::Impl::keylog(const SSL *ssl, const char *line) {
+  auto *t = static_cast<TlsStream *>(SSL_get_app_data(ssl));
+  const std::string_view l(line);
+  SecretBytes *to = l.rfind("CLIENT_TRAFFIC_SECRET_0 ", 0) == 0   ? &t->client_secret_
+                    : l.rfind("SERVER_TRAFFIC_SECRET_0 ", 0) == 0 ? &t->server_secret_
+                                                                  : nullptr;
+  const size_t sp = l.rfind(' ');
+  if (!to || sp == std::string_view::npos || (l.size() - sp - 1) % 2) return;
+  const std::string_view hex = l.substr(sp + 1);
+  SecretBytes s(hex.size() / 2);
+  for (size_t i = 0; i < s.size(); i++) {
+    const auto nib = [](char ch) { return ch <= '9' ? ch - '0' : (ch | 0x20) - 'a' + 10; };
+    s.data()[i] = static_cast<uint8_t>(nib(hex[2 * i]) << 4 | nib(hex[2 * i + 1]));
+  }
+  *to = std::move(s);
+}
+
+TlsStream::KernelKeys TlsStream::kernel_keys() const {
+  KernelKeys k;
+  k.client_secret = client_secret_;
+  k.server_secret = server_secret_;
+  const SSL_CIPHER *c = SSL_get_current_cipher(p_->ssl);
+  k.hash = c && (SSL_CIPHER_get_id(c) & 0xffff) == 0x1302 ? PskHash::Sha384 : PskHash::Sha256;
+  k.server = server_;
+  k.clean = !used_ && !SSL_has_pending(p_->ssl) && !client_secret_.empty() && !server_secret_.empty();
+  return k;
+}
+
+void TlsStream::keep_in_user_space() { SSL_set_read_ahead(p_->ssl, 1); }
 
 HandshakeStep TlsStream::handshake() {
   if (failed_) return HandshakeStep::Failed;
@@ -225,6 +263,7 @@ ssize_t TlsStream::set_failed(const char *during) {
 }
 
 ssize_t TlsStream::recv(const iovec *iov, size_t n) {
+  used_ = true;
   if (failed_) {
     errno = EPROTO;
     return -1;
@@ -266,6 +305,7 @@ ssize_t TlsStream::recv(const iovec *iov, size_t n) {
 }
 
 ssize_t TlsStream::send(const iovec *iov, size_t n) {
+  used_ = true;
   if (failed_) {
     errno = EPROTO;
     return -1;

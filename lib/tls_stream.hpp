@@ -38,9 +38,13 @@ enum class HandshakeStep { Done, WantRead, WantWrite, Failed };
 class TlsStream final : public ByteStream {
 public:
   // Host: offer `identity` with `psk`, in the one suite of its hash.
-  static std::unique_ptr<TlsStream> client(int fd, const std::string &identity, const SecretBytes &psk, PskHash hash);
+  // `for_kernel`: the records may go to kernel TLS after the handshake,
+  // so OpenSSL reads no further than the handshake's last record and
+  // keeps the traffic secrets for kernel_keys().
+  static std::unique_ptr<TlsStream> client(int fd, const std::string &identity, const SecretBytes &psk, PskHash hash,
+                                           bool for_kernel = false);
   // Target: accept the identities `lookup` knows, in `suites`.
-  static std::unique_ptr<TlsStream> server(int fd, PskLookup lookup, const std::vector<PskHash> &suites);
+  static std::unique_ptr<TlsStream> server(int fd, PskLookup lookup, const std::vector<PskHash> &suites, bool for_kernel = false);
   ~TlsStream() override;
   TlsStream(const TlsStream &) = delete;
   TlsStream &operator=(const TlsStream &) = delete;
@@ -66,6 +70,21 @@ public:
   // Why the target refused the identity (its lookup's words), or empty.
   const std::string &refusal() const { return refusal_; }
 
+  // After a handshake made for_kernel: the traffic secrets of both
+  // directions, the suite's hash, and whether OpenSSL holds received bytes
+  // (then the kernel cannot take over).
+  struct KernelKeys {
+    SecretBytes client_secret, server_secret;
+    PskHash hash = PskHash::Sha256;
+    bool server = false;
+    bool clean = false; // nothing read beyond the handshake, nothing sent after it
+  };
+  KernelKeys kernel_keys() const;
+  // Once the records are in the kernel's hands the rest of the stream is
+  // the socket's: the user-space layer reads ahead from now on only when
+  // it stays (after a refused hand-over).
+  void keep_in_user_space();
+
   struct Impl;
 
 private:
@@ -82,6 +101,9 @@ private:
   const uint8_t *pending_ = nullptr;
   size_t pending_len_ = 0;
   std::vector<uint8_t> staging_;
+  SecretBytes client_secret_, server_secret_; // for_kernel only
+  bool server_ = false;
+  bool used_ = false; // application data sent or received
 };
 
 // The largest TLS record's plaintext (RFC 8446: 2^14 bytes).

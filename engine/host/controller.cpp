@@ -116,7 +116,8 @@ std::unique_ptr<Channel> HostController::open_channel(uint16_t qid, uint16_t slo
   auto ch = std::make_unique<Channel>(std::move(fd), std::move(p));
   if (cfg_.tls.enabled) {
     try {
-      ch->set_stream(start_tls(ch->fd(), cfg_.tls, cfg_.host.hostnqn, cfg_.subnqn, Clock::now() + cfg_.admin_timeout));
+      ch->set_stream(start_tls(ch->fd(), cfg_.socket.transport, cfg_.tls, cfg_.host.hostnqn, cfg_.subnqn,
+                               Clock::now() + cfg_.admin_timeout));
     } catch (const std::exception &e) {
       throw std::runtime_error(fmt::format("{} qid {}: TLS: {}", label_, qid, e.what()));
     }

@@ -5,15 +5,18 @@
 #include <poll.h>
 #include <stdexcept>
 
+#include "../../lib/ktls_stream.hpp"
 #include "../../lib/log.hpp"
 #include "../../lib/tls_stream.hpp"
 
 namespace mpnvme::host {
 
-std::unique_ptr<ByteStream> start_tls(int fd, const tls::HostTlsConfig &cfg, const std::string &hostnqn,
+std::unique_ptr<ByteStream> start_tls(int fd, Transport transport, const tls::HostTlsConfig &cfg, const std::string &hostnqn,
                                       const std::string &subnqn, Clock::time_point deadline) {
   const tls::Offer offer = tls::host_offer(cfg, hostnqn, subnqn);
-  auto t = tls::TlsStream::client(fd, offer.identity, offer.psk, offer.hash);
+  // MPTCP sockets never take kernel TLS: the records stay in user space.
+  const bool for_kernel = cfg.mode != tls::Mode::User && transport == Transport::Tcp;
+  auto t = tls::TlsStream::client(fd, offer.identity, offer.psk, offer.hash, for_kernel);
   for (;;) {
     const tls::HandshakeStep step = t->handshake();
     if (step == tls::HandshakeStep::Done) break;
@@ -27,6 +30,17 @@ std::unique_ptr<ByteStream> start_tls(int fd, const tls::HostTlsConfig &cfg, con
     if (left == 0) throw std::runtime_error("no TLS handshake with the controller in time");
     pollfd p{fd, static_cast<short>(step == tls::HandshakeStep::WantRead ? POLLIN : POLLOUT), 0};
     ::poll(&p, 1, left);
+  }
+  if (for_kernel) {
+    std::string why;
+    bool lost = false;
+    if (auto k = tls::kernel_tls(fd, *t, why, lost)) {
+      log().debug("TLS 1.3 {} with identity '{}', records in the kernel", t->cipher(), t->identity());
+      return k;
+    }
+    if (cfg.mode == tls::Mode::Kernel || lost) throw std::runtime_error(fmt::format("tls_mode=ktls: {}", why));
+    log().debug("kernel TLS not taken ({}): records in user space", why);
+    t->keep_in_user_space();
   }
   log().debug("TLS 1.3 {} with identity '{}', records in user space", t->cipher(), t->identity());
   return t;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "../../lib/byte_stream.hpp"
+#include "../../lib/sock.hpp"
 #include "../../lib/tls_options.hpp"
 #include "clock.hpp"
 
@@ -15,7 +16,7 @@ namespace mpnvme::host {
 
 // Throws std::runtime_error saying what failed (the handshake's alert, a
 // plaintext answer, the deadline); never shows a key.
-std::unique_ptr<ByteStream> start_tls(int fd, const tls::HostTlsConfig &cfg, const std::string &hostnqn,
+std::unique_ptr<ByteStream> start_tls(int fd, Transport transport, const tls::HostTlsConfig &cfg, const std::string &hostnqn,
                                       const std::string &subnqn, Clock::time_point deadline);
 
 } // namespace mpnvme::host

@@ -289,21 +289,21 @@ void Session::report_paths() {
                              job_.name, p.label.empty() ? p.ctrl->label() : p.label, s.commands, s.bytes_read / 1048576.0,
                              s.bytes_written / 1048576.0, s.inflight_max, s.failovers, s.reconnects, s.down_ns / 1e9, p50, p99,
                              s.subflows ? fmt::format(", {} MPTCP subflows", s.subflows) : ""));
-    paths.push_back({{"path", s.path},
-                     {"qid", p.att ? p.att->qid : 0},
-                     {"transport", s.transport},
-                     {"subflows", s.subflows},
-                     {"tls", s.tls_mode.empty() ? nlohmann::json(nullptr)
-                                                : nlohmann::json{{"mode", s.tls_mode}, {"cipher", s.tls_cipher}}},
-                     {"commands", s.commands},
-                     {"bytes_read", s.bytes_read},
-                     {"bytes_written", s.bytes_written},
-                     {"inflight_max", s.inflight_max},
-                     {"failovers", s.failovers},
-                     {"reconnects", s.reconnects},
-                     {"down_s", s.down_ns / 1e9},
-                     {"latency_us", {{"p50", p50}, {"p99", p99}, {"p999", s.latency.quantile(0.999) / 1000.0}}},
-                     {"state", ctrl_state_name(p.ctrl->state())}});
+    paths.push_back(
+        {{"path", s.path},
+         {"qid", p.att ? p.att->qid : 0},
+         {"transport", s.transport},
+         {"subflows", s.subflows},
+         {"tls", s.tls_mode.empty() ? nlohmann::json(nullptr) : nlohmann::json{{"mode", s.tls_mode}, {"cipher", s.tls_cipher}}},
+         {"commands", s.commands},
+         {"bytes_read", s.bytes_read},
+         {"bytes_written", s.bytes_written},
+         {"inflight_max", s.inflight_max},
+         {"failovers", s.failovers},
+         {"reconnects", s.reconnects},
+         {"down_s", s.down_ns / 1e9},
+         {"latency_us", {{"p50", p50}, {"p99", p99}, {"p999", s.latency.quantile(0.999) / 1000.0}}},
+         {"state", ctrl_state_name(p.ctrl->state())}});
   }
   if (o_.path_stats.empty()) return;
   const nlohmann::json line = {

@@ -41,10 +41,14 @@ run_fio tcp --traddr=10.1.1.1 --transport=tcp --rw=write --bs=64k --iodepth=8 --
   --path_stats="$work/tcp.paths" --log_level=info >/dev/null
 rc=$?
 sniff_stop
-((rc == 0)) && jq -e '.paths[0].tls == {"mode": "user-tls", "cipher": "TLS_AES_128_GCM_SHA256"}' "$work/tcp.paths" >/dev/null &&
-  grep -q 'transport in effect: TCP, TLS 1.3 TLS_AES_128_GCM_SHA256 (user-tls)' "$work/tcp.log" &&
-  grep -q "TLS 1.3 TLS_AES_128_GCM_SHA256 (records in user space), identity 'NVMe1R01 $h1 $NQN " "$work/target.log" &&
-  pass "TCP: verified over TLS_AES_128_GCM_SHA256, user-space records on both sides, version 1 identity" ||
+# tls_mode=auto: kernel TLS where this kernel has the tls module, else user space.
+mode=$(jq -r '.paths[0].tls.mode' "$work/tcp.paths" 2>/dev/null)
+records=$([[ $mode == ktls ]] && echo "records in the kernel" || echo "records in user space")
+((rc == 0)) && jq -e '.paths[0].tls.cipher == "TLS_AES_128_GCM_SHA256"' "$work/tcp.paths" >/dev/null &&
+  [[ $mode == user-tls || $mode == ktls ]] &&
+  grep -q "transport in effect: TCP, TLS 1.3 TLS_AES_128_GCM_SHA256 ($mode)" "$work/tcp.log" &&
+  grep -q "TLS 1.3 TLS_AES_128_GCM_SHA256 ($records), identity 'NVMe1R01 $h1 $NQN " "$work/target.log" &&
+  pass "TCP: verified over TLS_AES_128_GCM_SHA256 ($mode on the host, $records on the target), version 1 identity" ||
   fail "TCP over TLS: rc $rc $(tail -3 "$work/tcp.log"; cat "$work/tcp.paths" 2>/dev/null)"
 jq -e '.hits == 0 and .bytes > 8000000' "$work/tcp.cap" >/dev/null &&
   pass "capture: $(jq -r .bytes "$work/tcp.cap") bytes on the wire, the pattern fio wrote appears 0 times" ||

@@ -303,6 +303,54 @@ static void dhchap_options(void **) {
   expect_refused([&] { parse_engine_options(t.v); }, "dhchap_dhgroup: 'ffdhe1024' is not a DH group");
 }
 
+// The secure channel's options: a key turns nothing on by itself, tls=1
+// needs one, the key's suite must be allowed, kernel TLS is refused for
+// MPTCP, an identity that claims to be an NVMe one must be, and the key is
+// never shown.
+static void tls_options(void **) {
+  Opts t;
+  const char *k1 = "NVMeTLSkey-1:01:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwNf9LrZ:";
+  t.set("tls_key", k1);
+  expect_refused([&] { parse_engine_options(t.v); }, "tls_key: needs tls=1");
+  t.set("tls", "1");
+  EngineOptions e = parse_engine_options(t.v);
+  assert_true(e.tls.enabled && e.tls.key && e.tls.key->hmac == 1);
+  assert_true(e.tls.mode == mpnvme::tls::Mode::Auto);
+  assert_int_equal(e.tls.suites.size(), 2);
+  t.set("tls_ciphers", "TLS_AES_256_GCM_SHA384");
+  expect_refused([&] { parse_engine_options(t.v); }, "tls_ciphers: the PSK goes with TLS_AES_128_GCM_SHA256");
+  t.set("tls_ciphers", "TLS_CHACHA20_POLY1305_SHA256");
+  expect_refused([&] { parse_engine_options(t.v); }, "unknown cipher suite 'TLS_CHACHA20_POLY1305_SHA256'");
+  t.set("tls_ciphers", nullptr);
+  t.set("tls_mode", "ktls");
+  expect_refused([&] { parse_engine_options(t.v); }, "tls_mode=ktls: MPTCP sockets do not take kernel TLS");
+  t.set("transport", "tcp");
+  assert_true(parse_engine_options(t.v).tls.mode == mpnvme::tls::Mode::Kernel);
+  t.set("tls_identity", "NVMe0R03 nqn.h nqn.s");
+  expect_refused([&] { parse_engine_options(t.v); }, "tls_identity=NVMe0R03 nqn.h nqn.s: not an NVMe PSK identity");
+  t.set("tls_identity", "NVMe0R01 nqn.h nqn.s");
+  assert_string_equal(parse_engine_options(t.v).tls.identity.c_str(), "NVMe0R01 nqn.h nqn.s");
+  t.set("tls_key", nullptr);
+  expect_refused([&] { parse_engine_options(t.v); }, "tls=1: needs tls_key= or tls_key_file=");
+  std::string bad = k1;
+  bad[20] = bad[20] == 'A' ? 'B' : 'A';
+  t.set("tls_key", bad.c_str());
+  try {
+    parse_engine_options(t.v);
+    fail_msg("a key with a wrong CRC was taken");
+  } catch (const std::invalid_argument &e2) {
+    assert_non_null(strstr(e2.what(), "tls_key: the key's CRC does not match"));
+    assert_null(strstr(e2.what(), bad.substr(16, 12).c_str()));
+  }
+  assert_true(mpnvme_option_is_secret("tls_key"));
+  assert_false(mpnvme_option_is_secret("tls_key_file"));
+  t.set("tls_key", k1);
+  t.set("tls_key_file", "/nonexistent");
+  expect_refused([&] { parse_engine_options(t.v); }, "tls_key and tls_key_file: give the key once");
+  t.set("tls_key", nullptr);
+  expect_refused([&] { parse_engine_options(t.v); }, "tls_key_file: cannot read /nonexistent");
+}
+
 int main() {
   const CMUnitTest tests[] = {
       cmocka_unit_test(paths_forms),
@@ -314,6 +362,7 @@ int main() {
       cmocka_unit_test(engine_options_rejected),
       cmocka_unit_test(parse_time_check_matches),
       cmocka_unit_test(dhchap_options),
+      cmocka_unit_test(tls_options),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

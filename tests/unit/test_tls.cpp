@@ -8,11 +8,15 @@
 #include <algorithm>
 #include <cstring>
 #include <fcntl.h>
+#include <openssl/core_names.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
 #include <string>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "../../lib/dhchap_secret.hpp"
+#include "../../lib/ktls_stream.hpp"
 #include "../../lib/tls_psk.hpp"
 #include "../../lib/tls_stream.hpp"
 #include "cmocka_cxx.hpp"
@@ -336,11 +340,65 @@ static void records_byte_at_a_time(void **) {
   assert_true(eagains >= moved - 3 - 1); // nothing came out before a record was whole
 }
 
+// The record keys for kernel TLS: HKDF-Expand-Label of a traffic secret,
+// checked against OpenSSL's own TLS 1.3 KDF (another construction of the
+// label); and a handshake made for the kernel keeps both traffic secrets,
+// works on in user space where the kernel will not take the socket (a UNIX
+// socket here never does), without losing it.
+static void kernel_hand_over(void **) {
+  const SecretBytes secret(std::vector<uint8_t>(48, 0x42));
+  for (PskHash h : kSuites) {
+    for (const char *label : {"key", "iv"}) {
+      const size_t len = std::string(label) == "iv" ? 12 : (h == PskHash::Sha256 ? 16 : 32);
+      const SecretBytes ours = traffic_key(h, SecretBytes(std::span<const uint8_t>(secret.data(), hash_len(h))), label, len);
+      EVP_KDF *kdf = EVP_KDF_fetch(nullptr, "TLS13-KDF", nullptr);
+      EVP_KDF_CTX *kctx = EVP_KDF_CTX_new(kdf);
+      int mode = EVP_KDF_HKDF_MODE_EXPAND_ONLY;
+      const OSSL_PARAM params[] = {
+          OSSL_PARAM_construct_int(OSSL_KDF_PARAM_MODE, &mode),
+          OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, const_cast<char *>(h == PskHash::Sha256 ? "SHA256" : "SHA384"),
+                                           0),
+          OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, const_cast<uint8_t *>(secret.data()), hash_len(h)),
+          OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_PREFIX, const_cast<char *>("tls13 "), 6),
+          OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_LABEL, const_cast<char *>(label), strlen(label)),
+          OSSL_PARAM_construct_end()};
+      std::vector<uint8_t> theirs(len);
+      assert_int_equal(EVP_KDF_derive(kctx, theirs.data(), len, params), 1);
+      EVP_KDF_CTX_free(kctx);
+      EVP_KDF_free(kdf);
+      assert_true(ours == SecretBytes(theirs));
+    }
+  }
+  Pair p;
+  const ConfiguredPsk k{2, key48()};
+  const OfferedPsk o = host_psk(k, kHost, kSubsys, 1);
+  auto c = TlsStream::client(p.c, to_string(o.identity), o.psk, o.identity.hash, true);
+  auto s = TlsStream::server(
+      p.s, [&](const std::string &id, std::string &why) { return lookup_of(o, id, why); }, {PskHash::Sha384}, true);
+  assert_true(handshake(*c, *s));
+  const TlsStream::KernelKeys ck = c->kernel_keys(), sk = s->kernel_keys();
+  assert_true(ck.clean && sk.clean && !ck.server && sk.server);
+  assert_true(ck.hash == PskHash::Sha384);
+  assert_int_equal(ck.client_secret.size(), 48);
+  assert_true(ck.client_secret == sk.client_secret && ck.server_secret == sk.server_secret);
+  assert_false(ck.client_secret == ck.server_secret);
+  std::string why;
+  bool lost = true;
+  assert_null(kernel_tls(p.c, *c, why, lost).get());
+  assert_false(lost);
+  assert_false(why.empty());
+  c->keep_in_user_space();
+  s->keep_in_user_space();
+  const auto data = pattern(50000, 4);
+  assert_true(transfer(*c, *s, data) == data);
+  assert_false(c->kernel_keys().clean); // data went through user space
+}
+
 int main() {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(interchange_vectors), cmocka_unit_test(interchange_refusals),   cmocka_unit_test(identity_vectors),
       cmocka_unit_test(identity_parsing),    cmocka_unit_test(handshake_and_data),     cmocka_unit_test(wrong_key_and_identity),
-      cmocka_unit_test(plaintext_peer),      cmocka_unit_test(records_byte_at_a_time),
+      cmocka_unit_test(plaintext_peer),      cmocka_unit_test(records_byte_at_a_time), cmocka_unit_test(kernel_hand_over),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "ktls_stream.hpp"
 #include "log.hpp"
 #include "reflected_tos.hpp"
 
@@ -253,7 +254,7 @@ bool Reactor::secure_setup(Conn &c) {
             reg_.config().tls_keys, [&](const std::string &nqn) { return reg_.find_subsystem(nqn) && port.serves(nqn); },
             identity, refusal);
       };
-      c.handshaking = tls::TlsStream::server(c.c->fd(), lookup, {std::begin(tls::kSuites), std::end(tls::kSuites)});
+      c.handshaking = tls::TlsStream::server(c.c->fd(), lookup, {std::begin(tls::kSuites), std::end(tls::kSuites)}, true);
     } else if (port.cfg.tls == TlsPort::Required) {
       log().warn("port {}: plaintext connection from {} refused: the port requires TLS (its first byte is {:#04x}, {})",
                  port.cfg.id, c.c->peer(), first, first == 0 ? "an ICReq" : "not a TLS record");
@@ -279,13 +280,23 @@ bool Reactor::secure_setup(Conn &c) {
   return false;
 }
 
+// Kernel TLS where the accepted socket takes it (TCP with the tls module),
+// the user-space records otherwise (MPTCP, or no module).
 void Reactor::handshake_done(Conn &c) {
   const std::string identity = c.handshaking->identity();
-  const auto id = tls::parse_identity(identity);
-  log().info("port {}: connection from {}: TLS 1.3 {} (records in user space), identity '{}'", c.c->port().cfg.id, c.c->peer(),
-             c.handshaking->cipher(), identity);
-  c.c->set_tls_identity(identity, id->hostnqn, id->subnqn); // the lookup accepted only NVMe identities
-  c.stream = std::move(c.handshaking);
+  const auto id = tls::parse_identity(identity); // the lookup accepted only NVMe identities
+  c.c->set_tls_identity(identity, id->hostnqn, id->subnqn);
+  std::string why;
+  bool lost = false;
+  c.stream = tls::kernel_tls(c.c->fd(), *c.handshaking, why, lost);
+  if (lost) c.c->close(why);
+  if (!c.stream) {
+    c.handshaking->keep_in_user_space();
+    c.stream = std::move(c.handshaking);
+  }
+  log().info("port {}: connection from {}: TLS 1.3 {} ({}), identity '{}'", c.c->port().cfg.id, c.c->peer(), c.stream->cipher(),
+             c.stream->mode() == std::string("ktls") ? "records in the kernel" : "records in user space", identity);
+  c.handshaking.reset();
 }
 
 // One turn over the sockets: receive what is there, then send what the
