@@ -328,6 +328,13 @@ constexpr EngineOption kOptions[] = {
       "TLS_AES_128_GCM_SHA256, SHA-384: TLS_AES_256_GCM_SHA384)",
       {}},
      APPLY(d.e.tls.suites = tls::parse_suite_list(v, name))},
+    {{"tls_compat",
+      "TLS PSK derivation of older libnvme",
+      "0",
+      "1: derive the retained and TLS PSKs as libnvme did before it followed RFC 8446's HkdfLabel (nvme-cli 2.13 of Debian "
+      "13 inserts keys so; nvme-cli --compat), for targets whose keys came from it",
+      {kNo, kYes}},
+     APPLY(d.e.tls.compat = choice == 1)},
     {{"tls_mode",
       "TLS record layer",
       "auto",

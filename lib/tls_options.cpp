@@ -39,13 +39,13 @@ Offer host_offer(const HostTlsConfig &c, const std::string &hostnqn, const std::
   const ConfiguredPsk &k = *c.key;
   Offer o;
   if (c.identity.empty()) {
-    OfferedPsk d = host_psk(k, hostnqn, subnqn, 1);
+    OfferedPsk d = host_psk(k, hostnqn, subnqn, 1, c.compat);
     o = {to_string(d.identity), std::move(d.psk), d.identity.hash};
   } else if (const auto id = parse_identity(c.identity)) {
-    const SecretBytes retained = retained_psk(k, hostnqn);
-    o = {c.identity, derive_tls_psk(retained, *id), id->hash};
+    const SecretBytes retained = retained_psk(k, hostnqn, c.compat);
+    o = {c.identity, derive_tls_psk(retained, *id, c.compat), id->hash};
   } else {
-    o = {c.identity, retained_psk(k, hostnqn), psk_hash(k)};
+    o = {c.identity, retained_psk(k, hostnqn, c.compat), psk_hash(k)};
   }
   return o;
 }

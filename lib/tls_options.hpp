@@ -22,6 +22,7 @@ struct HostTlsConfig {
   std::string identity; // "": the version 1 identity derived from the key
   std::vector<PskHash> suites{std::begin(kSuites), std::end(kSuites)};
   Mode mode = Mode::Auto;
+  bool compat = false; // libnvme's first derivation (tls_psk.hpp), as older nvme-cli inserts keys
   bool operator==(const HostTlsConfig &) const = default;
 };
 

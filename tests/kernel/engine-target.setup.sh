@@ -17,3 +17,16 @@ echo "$AUTH_HOSTS" | while read -r host key ctrl hash group; do
   nvmet_auth_host $AUTH_SUBNQN "$host" "$key" "$ctrl" "$hash" "$group" || { echo "auth host $host failed"; exit 1; }
 done || return 1
 ln -s /sys/kernel/config/nvmet/subsystems/$AUTH_SUBNQN /sys/kernel/config/nvmet/ports/1/subsystems/$AUTH_SUBNQN || return 1
+# TLS: a subsystem on a port that requires TLS 1.3, tlshd doing nvmet's
+# handshakes, the hosts of tls-keys.sh with PSKs that nvme-cli derived
+# (identity versions 0 and 1, each host's derivation) in the .nvme keyring.
+. /files/tls-keys.sh
+tls_tools || return 1
+nvmet_subsystem $TLS_SUBNQN || return 1
+nvmet_namespace $TLS_SUBNQN 1 "$(nvmet_file 64 4)" || return 1
+echo "$TLS_HOSTS" | while read -r host derivation key; do
+  [ -n "$host" ] || continue
+  tls_psk "$host" $TLS_SUBNQN "$key" 1 $derivation && tls_psk "$host" $TLS_SUBNQN "$key" 0 $derivation ||
+    { echo "tls psk for $host failed"; exit 1; }
+done || return 1
+nvmet_tls_port 2 $TLS_PORT $TLS_SUBNQN || return 1

@@ -46,3 +46,46 @@ nvmet_auth_host() {
   echo -n "$5" > "$h/dhchap_hash" && echo -n "$6" > "$h/dhchap_dhgroup" || return 1
   ln -s "$h" "/sys/kernel/config/nvmet/subsystems/$1/allowed_hosts/$2"
 }
+
+# tls_tool SUITE BINARY ARGS...: tlshd or nvme-cli of a Debian suite
+# (tls-tools.sh: trixie or unstable), with that suite's loader and libraries.
+tls_tool() {
+  local s=$1 b=$2
+  shift 2
+  /opt/tls/$s/lib/ld-linux-x86-64.so.2 --library-path /opt/tls/$s/lib "/opt/tls/$s/bin/$b" "$@"
+}
+
+# tls_tools: unpack the TLS userland and start tlshd, which runs the TLS
+# handshakes of nvmet and of the kernel host with the PSKs of the .nvme
+# keyring. It logs to the console.
+tls_tools() {
+  mkdir -p /opt/tls && tar -C /opt/tls -xzf /files/tls-tools.tar.gz || return 1
+  printf '[debug]\nloglevel=%s\ntls=%s\nnl=0\n[authenticate]\nkeyrings=.nvme\n[authenticate.client]\n[authenticate.server]\n' \
+    "${TLSHD_LOGLEVEL:-1}" "${TLSHD_TLS_DEBUG:-0}" >/etc/tlshd.conf
+  tls_tool trixie tlshd -c /etc/tlshd.conf -s >/dev/console 2>&1 &
+}
+
+# tls_psk HOSTNQN SUBNQN KEY VERSION rfc|compat: nvme-cli derives the
+# retained and the TLS PSK of KEY (NVMeTLSkey-1:...) and inserts it into
+# the .nvme keyring under the identity of VERSION (0 or 1), as `nvme
+# connect --tls-key` does: unstable's 2.16 with RFC 8446's HkdfLabel
+# (rfc), Debian 13's 2.13 with libnvme's older derivation (compat).
+tls_psk() {
+  local suite=unstable
+  [ "$5" = compat ] && suite=trixie
+  tls_tool $suite nvme check-tls-key --keydata="$3" --hostnqn="$1" --subsysnqn="$2" --identity="$4" --insert
+}
+
+# nvmet_tls_port ID TRSVCID NQN: a port that requires TLS 1.3 (nvmet hands
+# the handshake to tlshd).
+nvmet_tls_port() {
+  local p=/sys/kernel/config/nvmet/ports/$1
+  mkdir -p "$p"
+  echo tcp >"$p/addr_trtype"
+  echo ipv4 >"$p/addr_adrfam"
+  echo 0.0.0.0 >"$p/addr_traddr"
+  echo "$2" >"$p/addr_trsvcid"
+  echo tls1.3 >"$p/addr_tsas" || return 1
+  echo required >"$p/addr_treq" || return 1
+  ln -s "/sys/kernel/config/nvmet/subsystems/$3" "$p/subsystems/$3"
+}

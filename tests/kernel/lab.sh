@@ -18,6 +18,9 @@
 #   MPNVME_LAB_BINARIES="PATH..."  programs copied to /usr/local/bin in the
 #                                  guest, with their libraries
 #   MPNVME_LAB_FILES="PATH..."     files copied to /files/ in the guest
+#   MPNVME_LAB_TLS=1               the TLS userland (tlshd, nvme-cli 2.13 from
+#                                  Debian 13: tls-tools.sh) in
+#                                  /files/tls-tools.tar.gz
 #   MPNVME_LAB_FWD="PORT..."       more guest ports forwarded; the host side
 #                                  of guest port P is in STATEDIR/port-P
 #   MPNVME_LAB_APPEND="..."        extra kernel command line
@@ -42,10 +45,11 @@ case "$series" in
       meta="" ;;
   *) echo "lab: MPNVME_LAB_KERNEL=$series: accepted 6.12, 6.1, latest or a directory (absolute path)" >&2; exit 2 ;;
 esac
-# The NVMe drivers, a RAM disk, the network card, and what mpnvme-lab needs
-# inside the guest (bench/guest.py): veth, the qdiscs and nftables.
+# The NVMe drivers, a RAM disk, the network card, what mpnvme-lab needs
+# inside the guest (bench/guest.py): veth, the qdiscs and nftables, and
+# kernel TLS with its AES-GCM (no modprobe in the guest loads it on demand).
 modules=(configfs nvmet nvmet-tcp nvme-tcp nvme-fabrics brd loop virtio_pci virtio_net sch_netem
-  veth sch_tbf sch_htb nf_tables nft_numgen)
+  veth sch_tbf sch_htb nf_tables nft_numgen tls gcm ghash-generic aesni-intel)
 
 die() { echo "lab: $*" >&2; exit 1; }
 source "$here/guest-common.sh"
@@ -164,6 +168,10 @@ start() {
   local b f
   for b in ${MPNVME_LAB_BINARIES:-}; do copy_binary "$state/extra" "$b" "/usr/local/bin/$(basename "$b")"; done
   for f in ${MPNVME_LAB_FILES:-}; do cp "$f" "$state/extra/files/"; done
+  if [[ ${MPNVME_LAB_TLS:-} == 1 ]]; then
+    local t; t=$("$here/tls-tools.sh") || die "the TLS userland could not be fetched"
+    cp "$t" "$state/extra/files/"
+  fi
   (cd "$state/extra" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) > "$state/extra.cpio.gz"
   cat "$kd/base.cpio.gz" "$state/extra.cpio.gz" > "$state/initramfs.gz"
   local port; port=$(free_port)

@@ -212,6 +212,7 @@ static void require_job_auth(TargetConfig &c, SubsystemConfig &sub, const Engine
 static void require_job_tls(TargetConfig &c, SubsystemConfig &sub, const EngineOptions &engine) {
   if (!engine.tls.enabled) return;
   c.tls_keys[engine.host.hostnqn] = *engine.tls.key;
+  c.tls_compat = c.tls_compat || engine.tls.compat;
   sub.allow_any_host = false;
   if (std::find(sub.allowed_hosts.begin(), sub.allowed_hosts.end(), engine.host.hostnqn) == sub.allowed_hosts.end())
     sub.allowed_hosts.push_back(engine.host.hostnqn);

@@ -68,6 +68,7 @@ struct TargetConfig {
   bool poll = false;        // event loops spin on their completion queues (--poll)
   HostAuth host_auth;       // hosts that must authenticate (DH-HMAC-CHAP)
   TlsKeys tls_keys;         // hosts that may open a secure channel, with their PSKs
+  bool tls_compat = false;  // version 0 identities: older libnvme's derivation (--tls-compat)
 };
 
 // Namespace spec: ram:SIZE | null:SIZE | file:PATH | /dev/... | PATH, with

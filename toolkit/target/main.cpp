@@ -29,7 +29,8 @@ struct Cli {
   bool reflect_tos = false;
   bool poll = false;
   AuthOptions auth;
-  bool tls = false;                  // every port requires TLS
+  bool tls = false; // every port requires TLS
+  bool tls_compat = false;
   std::vector<std::string> tls_keys; // HOSTNQN=KEY or HOSTNQN=@FILE
 };
 
@@ -136,6 +137,7 @@ TargetConfig build_config(const Cli &o) {
   c.poll = o.poll;
   add_cli_auth(c.host_auth, o.auth);
   add_cli_tls_keys(c.tls_keys, o.tls_keys);
+  c.tls_compat = c.tls_compat || o.tls_compat;
   finalize(c);
   return c;
 }
@@ -164,6 +166,8 @@ static void add_target_options(CLI::App &app, Cli &o) {
                "ADDR:PORT:tls-optional to take plaintext too");
   app.add_option("--tls-key", o.tls_keys,
                  "HOSTNQN=KEY or HOSTNQN=@FILE: the host's configured TLS PSK (NVMeTLSkey-1:NN:BASE64:), repeatable");
+  app.add_flag("--tls-compat", o.tls_compat,
+               "version 0 PSK identities: derive as libnvme did before RFC 8446's HkdfLabel (nvme-cli --compat)");
   app.add_option("--sk-priority", o.sk_priority, "SO_PRIORITY of every accepted socket");
   auto *tos_opt = app.add_option("--tos", o.tos, "IP TOS / traffic class of every accepted socket")->check(CLI::Range(0, 255));
   app.add_flag("--reflect-tos", o.reflect_tos, "answer each connection with the TOS of the host's SYN (net.ipv4.tcp_reflect_tos)")

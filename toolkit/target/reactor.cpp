@@ -252,7 +252,7 @@ bool Reactor::secure_setup(Conn &c) {
       auto lookup = [this, &port](const std::string &identity, std::string &refusal) {
         return psk_for_identity(
             reg_.config().tls_keys, [&](const std::string &nqn) { return reg_.find_subsystem(nqn) && port.serves(nqn); },
-            identity, refusal);
+            identity, reg_.config().tls_compat, refusal);
       };
       c.handshaking = tls::TlsStream::server(c.c->fd(), lookup, {std::begin(tls::kSuites), std::end(tls::kSuites)}, true);
     } else if (port.cfg.tls == TlsPort::Required) {

@@ -76,7 +76,7 @@ void add_json_tls_keys(TlsKeys &keys, const nlohmann::json &hosts, const std::st
 }
 
 std::optional<tls::ServerPsk> psk_for_identity(const TlsKeys &keys, const std::function<bool(const std::string &)> &serves,
-                                               const std::string &identity, std::string &refusal) {
+                                               const std::string &identity, bool compat, std::string &refusal) {
   const auto parsed = tls::parse_identity(identity);
   if (!parsed) {
     refusal = "not an NVMe PSK identity (NVMe<0|1>R<01|02> HOSTNQN SUBNQN [DIGEST])";
@@ -102,12 +102,17 @@ std::optional<tls::ServerPsk> psk_for_identity(const TlsKeys &keys, const std::f
                           tls::cipher_suite(tls::psk_hash(k)));
     return std::nullopt;
   }
-  const SecretBytes retained = tls::retained_psk(k, id.hostnqn);
-  if (id.version == 1 && tls::psk_digest(id.hash, retained, id.hostnqn, id.subnqn) != id.digest) {
+  if (id.version == 1) { // the digest says which derivation made the host's key
+    for (bool old : {false, true}) {
+      const SecretBytes retained = tls::retained_psk(k, id.hostnqn, old);
+      if (tls::psk_digest(id.hash, retained, id.hostnqn, id.subnqn) == id.digest)
+        return tls::ServerPsk{tls::derive_tls_psk(retained, id, old), id.hash};
+    }
     refusal = fmt::format("the identity's digest does not match host {}'s key (the host has another key)", id.hostnqn);
     return std::nullopt;
   }
-  return tls::ServerPsk{tls::derive_tls_psk(retained, id), id.hash};
+  const SecretBytes retained = tls::retained_psk(k, id.hostnqn, compat);
+  return tls::ServerPsk{tls::derive_tls_psk(retained, id, compat), id.hash};
 }
 
 } // namespace mpnvme::target

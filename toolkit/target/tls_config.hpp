@@ -37,8 +37,11 @@ void add_cli_tls_keys(TlsKeys &keys, const std::vector<std::string> &args);
 void add_json_tls_keys(TlsKeys &keys, const nlohmann::json &hosts, const std::string &where);
 
 // The TLS PSK for the identity a host offered, if one of `keys` is its
-// key and `serves(subnqn)`; else nullopt and the reason.
+// key and `serves(subnqn)`; else nullopt and the reason. A version 1
+// identity's digest tells which derivation the host's keys came from
+// (RFC 8446's or older libnvme's); a version 0 one cannot, `compat`
+// (--tls-compat) says.
 std::optional<tls::ServerPsk> psk_for_identity(const TlsKeys &keys, const std::function<bool(const std::string &)> &serves,
-                                               const std::string &identity, std::string &refusal);
+                                               const std::string &identity, bool compat, std::string &refusal);
 
 } // namespace mpnvme::target
