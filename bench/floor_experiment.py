@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 
+import tls_cost
 from common import CONTROL_BEATEN, ENGINE_GAP, check_placement, control_flag, fio_env, ENGINE, FIO_CPU, FLOOR, STEADY_LOG_MS, TARGET, TARGET_CPU, cpu_seconds, die, fio_json, free_port, log_rate, median_spread, stop, wait_ready
 
 NQN = "nqn.2026-11.io.mpnvme:bench"
@@ -122,6 +123,7 @@ def run(runs, seconds, work, smoke=False):
                               f"{res['engine'][-1]['iops']['median']:.0f} IOPS", flush=True)
     res["target_cost"] = target_cost(res)
     res["connect"] = connect_times(runs if not smoke else 1, work)
+    res["tls"] = tls_cost.run(runs, seconds, work, fio, smoke)
     return res
 
 
@@ -293,6 +295,8 @@ def report(res, runs):
                   "| authentication | admin association ms | I/O queue ms | total ms |", "|---|---|---|---|"]
         for m in AUTH_MODES:
             lines.append(f"| {m} | {fmt_ms(c[m]['admin_ms'])} | {fmt_ms(c[m]['io_queue_ms'])} | {fmt_ms(c[m]['total_ms'])} |")
+    if res.get("tls"):
+        lines += ["", tls_cost.report(res["tls"], runs).rstrip()]
     qd32 = {e["target"]: e["iops"]["median"] for e in res["engine"]
             if e["workload"] == "qd32" and e["transport"] == "tcp" and e["poll"] == "block"}
     if "poll" in qd32 and "event" in qd32:

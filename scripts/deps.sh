@@ -13,7 +13,7 @@ mkdir -p "$depdir"
 packages=(
   build-essential cmake pkg-config dpkg-dev clang clang-format libclang-rt-14-dev
   fio liburing-dev libnvme-dev libjson-c-dev libcmocka-dev libspdlog-dev libfmt-dev
-  libisal-dev nlohmann-json3-dev libcli11-dev libssl-dev
+  libisal-dev nlohmann-json3-dev libcli11-dev libssl-dev libkeyutils-dev
   iproute2 nftables kmod busybox-static xz-utils cpio qemu-system-x86 ethtool
   python3 python3-matplotlib jq man-db nvme-cli
 )

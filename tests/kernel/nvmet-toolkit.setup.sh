@@ -136,10 +136,49 @@ tk() {
     bad "apply --job with dhchap_secret: $out"
   fi
 
+  # TLS from a job's options: nvmet's ports require TLS 1.3, the job's PSKs
+  # (identity versions 1 and 0) go into the .nvme keyring, and the kernel
+  # host connected by the same job reads over TLS (tlshd on both sides).
+  . /files/tls-keys.sh
+  set -- $(echo "$TLS_HOSTS" | grep ':tls-sha256 ')
+  thost=$1 tkey=$3
+  sed 's/${MPNVME_PORT2}/4434/; s/${MPNVME_PORT1}/4433/; s/nvmet-lab/tls/' $JOB > /tmp/tls.fio
+  printf 'hostnqn=%s\ntls=1\ntls_key=%s\ntransport=tcp\n' "$thost" "$tkey" >> /tmp/tls.fio
+  mkdir /sys/kernel/config/nvmet/ports/99
+  has_tls=0
+  [ -e /sys/kernel/config/nvmet/ports/99/addr_tsas ] && has_tls=1
+  rmdir /sys/kernel/config/nvmet/ports/99
+  has_tls_tools=0
+  [ -f /files/tls-tools.tar.gz ] && tls_tools && has_tls_tools=1
+  if [ $has_tls = 0 ]; then
+    expect_fail "this kernel's nvmet has no TLS" $NV apply --job /tmp/tls.fio
+  elif [ $has_tls_tools = 0 ]; then
+    bad "no TLS userland in the guest (MPNVME_LAB_TLS=1)"
+  elif out=$($NV apply --job /tmp/tls.fio 2>&1); then
+    tp=$(grep -l 4433 /sys/kernel/config/nvmet/ports/*/addr_trsvcid | head -1 | xargs dirname)
+    [ "$(cat $tp/addr_tsas)" = tls1.3 ] && [ "$(cat $tp/addr_treq)" = required ] &&
+      ok "apply --job: the job's ports require TLS 1.3" || bad "TLS port: tsas $(cat $tp/addr_tsas) treq $(cat $tp/addr_treq)"
+    grep -q "psk .*NVMe1R01 $thost nqn.2026-11.io.mpnvme:tls " /proc/keys && grep -q "psk .*NVMe0R01 $thost nqn.2026-11.io.mpnvme:tls" /proc/keys &&
+      ok "apply --job: the job's PSKs (identity versions 1 and 0) in the .nvme keyring" || bad "keyring: $(grep psk /proc/keys | cut -c1-120)"
+    if out=$($NV connect --job /tmp/tls.fio 2>&1); then
+      tdev=$(echo "$out" | sed -n 's/^device //p')
+      dd if=$tdev of=/dev/null bs=4k count=100 iflag=direct 2>/dev/null && ok "connect --job: the kernel host reads over TLS" ||
+        bad "read from $tdev after a TLS connect"
+      $NV disconnect >/dev/null 2>&1
+    else
+      bad "connect --job with the job's TLS key: $out"
+    fi
+  else
+    bad "apply --job with tls=1: $out"
+  fi
+
   $NV save /tmp/saved.json && ok "save" || bad "save"
   [ "$(stat -c %a /tmp/saved.json)" = 600 ] && ok "save: a file only its owner reads" || bad "save: mode $(stat -c %a /tmp/saved.json)"
   if [ $has_auth = 1 ]; then
     grep -q '"dhchap_key"' /tmp/saved.json && ok "save: the host's keys" || bad "save: no dhchap_key in the saved file"
+  fi
+  if [ $has_tls = 1 ]; then
+    grep -q '"tsas": "tls1.3"' /tmp/saved.json && ok "save: the TLS ports' addr_tsas" || bad "save: no tsas in the saved file"
   fi
   $NV clear && [ -z "$(ls /sys/kernel/config/nvmet/subsystems)" ] && [ -z "$(ls /sys/kernel/config/nvmet/ports)" ] && ok "clear" || bad "clear"
   if out=$($NV restore /tmp/saved.json 2>&1); then

@@ -33,7 +33,8 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; console | grep -a '^TK' | tail -40; exit 1; }
 
 MPNVME_LAB_BINARIES="$build/toolkit/nvmet/mpnvme-nvmet $build/toolkit/iopolicy/mpnvme-iopolicy $(command -v setpriv)" \
-MPNVME_LAB_FILES="$here/jobs/nvmet-two-paths.fio $here/jobs/nvmetcli-example.json $here/auth-keys.sh" MPNVME_LAB_FWD=4421 MPNVME_LAB_APPEND="mp.go=$go" \
+MPNVME_LAB_FILES="$here/jobs/nvmet-two-paths.fio $here/jobs/nvmetcli-example.json $here/auth-keys.sh $here/tls-keys.sh" \
+MPNVME_LAB_TLS=1 MPNVME_LAB_FWD=4421 MPNVME_LAB_APPEND="mp.go=$go" \
   "$here/lab.sh" start "$state" "$here/nvmet-toolkit.setup.sh" || fail "guest did not boot"
 
 wait_for 'TK (engine-ready|done)' 120

@@ -55,6 +55,7 @@ ConnectResult connect_job(const ConnectRequest &r) {
       nvmf_default_config(&cfg);
       cfg.ctrl_loss_tmo = r.ctrl_loss_tmo;
       cfg.reconnect_delay = r.reconnect_delay;
+      cfg.tls = r.tls; // the kernel finds the PSK in .nvme by host and subsystem (tlshd does the handshake)
       if (nvmf_add_ctrl(h, c, &cfg) < 0) {
         const int err = errno;
         std::string why = nvme_errno_to_string(err);

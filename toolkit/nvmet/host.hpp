@@ -20,6 +20,7 @@ struct ConnectRequest {
   std::string hostnqn, hostid; // empty: libnvme's default host
   // DH-HMAC-CHAP secrets as text (DHHC-1:...), passed to the kernel host.
   std::string dhchap_secret, dhchap_ctrl_secret;
+  bool tls = false; // the PSKs are in the .nvme keyring already (insert_tls_psks)
 };
 
 struct ConnectResult {

@@ -16,6 +16,7 @@
 #include "cli.hpp"
 #include "configfs.hpp"
 #include "host.hpp"
+#include "tls_keyring.hpp"
 #include "iopolicy.hpp"
 #include "job_engine_options.hpp"
 #include "nvmet.hpp"
@@ -142,12 +143,17 @@ int cmd_apply(const Cli &o, const std::vector<JobSection> &jobs, const target::T
   return 0;
 }
 
-// The job's host identity and DH-HMAC-CHAP secrets, for the kernel host:
-// the same host NQN the target side was told about.
+// The job's host identity, DH-HMAC-CHAP secrets and TLS PSKs, for the
+// kernel host: the same host NQN the target side was told about.
 void add_job_auth(ConnectRequest &r, const EngineOptions &e) {
-  if (!e.auth.secret) return;
+  if (!e.auth.secret && !e.tls.enabled) return;
   r.hostnqn = e.host.hostnqn;
   r.hostid = format_uuid(e.host.hostid);
+  if (e.tls.enabled) {
+    insert_tls_psks(*e.tls.key, e.host.hostnqn, r.subnqn, e.tls.compat);
+    r.tls = true;
+  }
+  if (!e.auth.secret) return;
   r.dhchap_secret = dhchap::format_secret(*e.auth.secret);
   if (e.auth.ctrl_secret) r.dhchap_ctrl_secret = dhchap::format_secret(*e.auth.ctrl_secret);
 }

@@ -13,6 +13,7 @@
 
 #include "configfs.hpp"
 #include "dhchap_secret.hpp"
+#include "tls_keyring.hpp"
 #include "host_identity.hpp"
 
 namespace mpnvme::toolkit {
@@ -99,6 +100,25 @@ static void apply_host_auth(Journal &j, const std::string &host, const dhchap::C
   j.write(hp + "/dhchap_dhgroup", dhchap::dhgroup_name(a.groups.front()));
 }
 
+// A port's secure channel: TLS 1.3 (addr_tsas), required or not
+// (addr_treq); nvmet hands the handshakes to tlshd.
+static void apply_port_tls(Journal &j, const std::string &p, target::TlsPort t) {
+  if (!exists(p + "/addr_tsas"))
+    throw std::runtime_error(fmt::format("{}: no addr_tsas attribute: this kernel's nvmet has no TLS (CONFIG_NVME_TARGET_TCP_TLS)", p));
+  if (read_attr(p + "/addr_tsas") != "tls1.3") j.write(p + "/addr_tsas", "tls1.3");
+  const std::string treq = t == target::TlsPort::Required ? "required" : "not required";
+  if (read_attr(p + "/addr_treq") != treq) j.write(p + "/addr_treq", treq);
+}
+
+// The hosts' TLS PSKs for every subsystem, in the .nvme keyring (keys are
+// not configfs objects: they stay when the configuration is removed, as
+// nvme-cli's do).
+static void insert_host_psks(const target::TargetConfig &cfg) {
+  for (const auto &[host, key] : cfg.tls_keys)
+    for (const auto &s : cfg.subsystems)
+      insert_tls_psks(key, host, s.nqn, cfg.tls_compat);
+}
+
 // The hosts a subsystem admits: --host, and a job's host when the job
 // authenticates; empty: any host.
 static std::vector<std::string> admitted(const target::SubsystemConfig &s, const ApplyOptions &o) {
@@ -144,6 +164,7 @@ std::vector<AppliedPort> apply(const target::TargetConfig &cfg, const ApplyOptio
       j.write(p + "/addr_traddr", a.addr);
       j.write(p + "/addr_trsvcid", a.service);
     }
+    if (cfg.ports[i].tls != target::TlsPort::None) apply_port_tls(j, p, cfg.ports[i].tls);
     if (o.inline_data_size && read_attr(p + "/param_inline_data_size") != std::to_string(*o.inline_data_size))
       j.write(p + "/param_inline_data_size", std::to_string(*o.inline_data_size));
     if (auto it = o.ana.find(i + 1); it != o.ana.end()) j.write(p + "/ana_groups/1/ana_state", it->second);
@@ -152,6 +173,7 @@ std::vector<AppliedPort> apply(const target::TargetConfig &cfg, const ApplyOptio
       j.symlink(sub_path(s.nqn), p + "/subsystems/" + s.nqn);
     ports.push_back({id, a.display()});
   }
+  insert_host_psks(cfg);
   j.commit();
   return ports;
 }
@@ -284,8 +306,15 @@ void restore(const json &in) {
     const std::string pp = port_path(std::to_string(p.value("portid", 1)));
     j.mkdir(pp);
     const json addr = p.value("addr", json::object()), param = p.value("param", json::object());
+    // The transport type first (the security type needs TCP), the
+    // security type before its requirement (nvmet resets addr_treq when
+    // addr_tsas changes), the rest in any order.
+    static const char *const kFirst[] = {"trtype", "adrfam", "traddr", "trsvcid", "tsas", "treq"};
+    for (const char *k : kFirst)
+      if (addr.contains(k) && (std::string(k) != "tsas" || exists(pp + "/addr_tsas")))
+        j.write(pp + "/addr_" + k, addr[k].get<std::string>());
     for (auto &[k, v] : addr.items())
-      j.write(pp + "/addr_" + k, v.get<std::string>());
+      if (std::find(std::begin(kFirst), std::end(kFirst), k) == std::end(kFirst)) j.write(pp + "/addr_" + k, v.get<std::string>());
     for (auto &[k, v] : param.items())
       if (exists(pp + "/param_" + k)) j.write(pp + "/param_" + k, v.is_string() ? v.get<std::string>() : v.dump());
     for (const auto &g : p.value("ana_groups", json::array())) {
