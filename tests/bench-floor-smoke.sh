@@ -4,8 +4,8 @@
 # shape of its figures, never for speed: raw round trips, the engine
 # against both target modes, 128 KiB reads beside their raw bulk control,
 # and the target's own cost per command (the
-# engine's QD1 p50 minus the busy floor) for each mode, in results.json and
-# in the report.
+# engine's QD1 p50 minus the busy floor) for each mode, and what TLS costs
+# beside plaintext, in results.json and in the report.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d /tmp/mpnvme-bench-floor.XXXXXX)
@@ -44,5 +44,13 @@ grep -q "^### The target's own cost per command" "$out/report.md" || fail "repor
   fail "the target cost table lacks a row per mode: $(grep -A5 "target's own cost" "$out/report.md")"
 grep -qE '^QD32 \(tcp, engine poll=block\): --poll [0-9]+ IOPS against the event loop' "$out/report.md" ||
   fail "report.md does not set --poll beside the event loop at QD32"
+# TLS cost rows: plaintext and user-space records over TCP, each figure
+# beside its ratio to the plaintext row.
+jq -e '.floor.tls.rows | length == 4 and all(.iops.median > 0 and .mib_s.median > 0 and .fio_cpu_s_per_gib.median > 0 and
+  .target_cpu_s_per_gib.median > 0) and ([.[] | "\(.security) \(.workload)"] | sort) ==
+  ["plaintext 128k-read", "plaintext qd1", "user 128k-read", "user qd1"]' "$json" >/dev/null ||
+  fail "the TLS cost rows are missing: $(jq -c '.floor.tls' "$json")"
+[[ $(grep -cE '^\| tcp \| user \| (qd1|128k-read) \| ([0-9.]+ \([0-9.]+\))? \| [0-9]+ \([0-9.]+\) \| [0-9]+ \([0-9.]+\) \| [0-9.]+ \([0-9.]+\) \| [0-9.]+ \([0-9.]+\) \|$' "$out/report.md") == 2 ]] ||
+  fail "report.md lacks the TLS rows with their ratios: $(grep -A8 'What TLS costs' "$out/report.md")"
 grep -A6 "^### The target's own cost" "$out/report.md"
 echo PASS
