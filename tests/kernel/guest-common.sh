@@ -43,3 +43,27 @@ stop_machine_target() {
   ((rc == 0)) || fail "target exited $rc"
   grep -qE 'ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:' "$1" && fail "sanitizer report in the target"
 }
+
+# kernel_host_test NAME CONSOLE_RE: the frame of the kernel-host tests (the
+# guest's host against mpnvme-target on this machine): a state directory,
+# the guest and the target stopped at exit (the console kept in
+# MPNVME_KEEP_CONSOLE when set), and fail() showing the console lines that
+# match CONSOLE_RE and the target's log.
+kernel_host_test() {
+  state=$(mktemp -d "/tmp/mpnvme-$1.XXXXXX")
+  console_re=$2
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
+  trap kernel_host_cleanup EXIT
+  fail() {
+    echo "FAIL: $*"
+    echo "--- guest console"; console | grep -aE "$console_re"
+    echo "--- target log"; tail -30 "$state/target.log"
+    exit 1
+  }
+}
+kernel_host_cleanup() {
+  "$here/lab.sh" stop "$state"
+  [[ -n ${MPNVME_KEEP_CONSOLE:-} ]] && cp "$state/console.log" "$MPNVME_KEEP_CONSOLE"
+  [[ -n ${tpid:-} ]] && kill "$tpid" 2>/dev/null && wait "$tpid" 2>/dev/null
+  rm -rf "$state"
+}

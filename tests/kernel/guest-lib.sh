@@ -89,3 +89,23 @@ nvmet_tls_port() {
   echo required >"$p/addr_treq" || return 1
   ln -s "/sys/kernel/config/nvmet/subsystems/$3" "$p/subsystems/$3"
 }
+
+# The kernel-host tests' steps against mpnvme-target on the machine
+# (10.0.2.2, port $PORT, subsystem $NQN), reported as "HOSTTEST ..." lines.
+say() { echo "HOSTTEST $*"; }
+# host_connect NAME HOSTNQN [OPTIONS]: connect as that host ("NAME connected"
+# or "NAME refused: why"); the kernel keeps one host ID per host NQN, so the
+# ID is derived from the NQN.
+host_connect() {
+  local name=$1 hostnqn=$2 id
+  id=$(echo -n "$hostnqn" | md5sum | sed -E 's/^(.{8})(.{4})(.{4})(.{4})(.{12}).*/\1-\2-\3-\4-\5/')
+  echo "nqn=$NQN,transport=tcp,traddr=10.0.2.2,trsvcid=$PORT,hostnqn=$hostnqn,hostid=$id,ctrl_loss_tmo=0${3:+,$3}" \
+    >/dev/nvme-fabrics 2>/dev/null && say "$name connected" || say "$name refused: $(dmesg | grep -a nvme | tail -2 | tr '\n' ' ')"
+}
+# The namespace block device of the connected subsystem, e.g. nvme0n1.
+host_device() { ls /sys/class/nvme-subsystem/*/ 2>/dev/null | grep -m1 '^nvme[0-9]*n1$'; }
+# Disconnect every controller.
+host_drop() {
+  for c in /sys/class/nvme/nvme*; do echo 1 >$c/delete_controller; done 2>/dev/null
+  sleep 1
+}

@@ -9,19 +9,11 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1
-state=$(mktemp -d /tmp/mpnvme-hostauth.XXXXXX)
 nqn=nqn.2026-12.io.mpnvme:host-auth
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 source "$here/guest-common.sh"
+kernel_host_test hostauth 'HOSTTEST'
 source "$here/auth-keys.sh"
 port=$(free_port)
-cleanup() {
-  "$here/lab.sh" stop "$state"
-  [[ -n ${tpid:-} ]] && kill "$tpid" 2>/dev/null && wait "$tpid" 2>/dev/null
-  rm -rf "$state"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; echo "--- guest console"; console | grep -a HOSTTEST; echo "--- target log"; tail -30 "$state/target.log"; exit 1; }
 read -r uni_nqn uni_key _ <<<"$(grep ':host-sha256 ' <<<"$AUTH_HOSTS")"
 read -r bidi_nqn bidi_key bidi_ctrl _ <<<"$(grep ':host-sha512 ' <<<"$AUTH_HOSTS")"
 mkdir -m 700 "$state/keys"

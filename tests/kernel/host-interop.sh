@@ -7,19 +7,10 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1
-state=$(mktemp -d /tmp/mpnvme-hostlab.XXXXXX)
 nqn=nqn.2026-11.io.mpnvme:host-interop
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 source "$here/guest-common.sh"
+kernel_host_test hostlab 'HOSTTEST'
 p1=$(free_port) p2=$(free_port)
-cleanup() {
-  "$here/lab.sh" stop "$state"
-  [[ -n ${MPNVME_KEEP_CONSOLE:-} ]] && cp "$state/console.log" "$MPNVME_KEEP_CONSOLE"
-  [[ -n ${tpid:-} ]] && kill "$tpid" 2>/dev/null && wait "$tpid" 2>/dev/null
-  rm -rf "$state"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; echo "--- guest console"; console | grep -a HOSTTEST; echo "--- target log"; tail -30 "$state/target.log"; exit 1; }
 control() { python3 - "$state/control" "$1" <<'PY'
 import socket, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall((sys.argv[2] + "\n").encode())

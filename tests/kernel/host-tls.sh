@@ -11,19 +11,11 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1
-state=$(mktemp -d /tmp/mpnvme-hosttls.XXXXXX)
 nqn=nqn.2026-12.io.mpnvme:host-tls
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 source "$here/guest-common.sh"
+kernel_host_test hosttls 'HOSTTEST|tlshd|nvme'
 source "$here/tls-keys.sh"
 port=$(free_port)
-cleanup() {
-  "$here/lab.sh" stop "$state"
-  [[ -n ${tpid:-} ]] && kill "$tpid" 2>/dev/null && wait "$tpid" 2>/dev/null
-  rm -rf "$state"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; echo "--- guest console"; console | grep -a 'HOSTTEST\|tlshd\|nvme'; echo "--- target log"; tail -30 "$state/target.log"; exit 1; }
 read -r rfc_nqn _ rfc_key <<<"$(grep ':tls-sha256 ' <<<"$TLS_HOSTS")"
 read -r compat_nqn _ compat_key <<<"$(grep ':tls-compat ' <<<"$TLS_HOSTS")"
 mkdir -m 700 "$state/keys"

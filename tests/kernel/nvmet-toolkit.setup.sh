@@ -20,6 +20,15 @@ expect_fail() { # TEXT CMD...: the command fails and says TEXT
   out=$("$@" 2>&1) && { bad "accepted: $* -> $out"; return; }
   case $out in *"$want"*) ok "refused: $out" ;; *) bad "'$*' failed without '$want': $out" ;; esac
 }
+connect_reads() { # JOB WHAT: connect --job, read through its device, disconnect
+  if out=$($NV connect --job $1 2>&1); then
+    cdev=$(echo "$out" | sed -n 's/^device //p')
+    dd if=$cdev of=/dev/null bs=4k count=100 iflag=direct 2>/dev/null && ok "connect --job: $2" || bad "read from $cdev after connect ($2)"
+    $NV disconnect >/dev/null 2>&1
+  else
+    bad "connect --job ($2): $out"
+  fi
+}
 reads() { # per-path read counts of the subsystem, "nvmeA=N nvmeB=M"
   $IP show --json | tr -d ' \n' | sed 's/},{/}\n{/g' | sed -n 's/.*"controller":"\(nvme[0-9]*\)".*"reads":\([0-9]*\).*/\1=\2/p' | tr '\n' ' '
 }
@@ -123,14 +132,7 @@ tk() {
       ok "apply --job: the job's keys, hash and group in nvmet's host entry" || bad "host entry: hash $(cat $ah/dhchap_hash) group $(cat $ah/dhchap_dhgroup)"
     [ "$(cat $as/attr_allow_any_host)" = 0 ] && [ -L "$as/allowed_hosts/$ahost" ] &&
       ok "apply --job: only the job's host admitted" || bad "auth subsystem admits: any=$(cat $as/attr_allow_any_host) $(ls $as/allowed_hosts)"
-    if out=$($NV connect --job /tmp/auth.fio 2>&1); then
-      adev=$(echo "$out" | sed -n 's/^device //p')
-      dd if=$adev of=/dev/null bs=4k count=100 iflag=direct 2>/dev/null && ok "connect --job: the kernel host authenticated (bidirectional) and reads" ||
-        bad "read from $adev after connect"
-      $NV disconnect >/dev/null 2>&1
-    else
-      bad "connect --job with the job's keys: $out"
-    fi
+    connect_reads /tmp/auth.fio "the kernel host authenticated (bidirectional) and reads"
     expect_fail "connect" $NV connect --job /tmp/auth-wrong.fio
   else
     bad "apply --job with dhchap_secret: $out"
@@ -160,14 +162,7 @@ tk() {
       ok "apply --job: the job's ports require TLS 1.3" || bad "TLS port: tsas $(cat $tp/addr_tsas) treq $(cat $tp/addr_treq)"
     grep -q "psk .*NVMe1R01 $thost nqn.2026-11.io.mpnvme:tls " /proc/keys && grep -q "psk .*NVMe0R01 $thost nqn.2026-11.io.mpnvme:tls" /proc/keys &&
       ok "apply --job: the job's PSKs (identity versions 1 and 0) in the .nvme keyring" || bad "keyring: $(grep psk /proc/keys | cut -c1-120)"
-    if out=$($NV connect --job /tmp/tls.fio 2>&1); then
-      tdev=$(echo "$out" | sed -n 's/^device //p')
-      dd if=$tdev of=/dev/null bs=4k count=100 iflag=direct 2>/dev/null && ok "connect --job: the kernel host reads over TLS" ||
-        bad "read from $tdev after a TLS connect"
-      $NV disconnect >/dev/null 2>&1
-    else
-      bad "connect --job with the job's TLS key: $out"
-    fi
+    connect_reads /tmp/tls.fio "the kernel host reads over TLS"
   else
     bad "apply --job with tls=1: $out"
   fi
