@@ -29,6 +29,14 @@ public:
   // Received bytes the stream holds already (a TLS layer's decrypted or
   // read-ahead records): no readiness report will tell of them.
   virtual bool buffered() const { return false; }
+  // Bytes taken by send() that the socket has not yet (a TLS layer
+  // gathers a batch's records into one send): the driver waits for the
+  // socket to be writable and flushes.
+  virtual bool output_pending() const { return false; }
+  // Hand them to the socket: 0 all gone, 1 some left (wait for POLLOUT),
+  // -1 the socket failed (errno; failure() may say more). Drivers call it
+  // after each batch of send() calls.
+  virtual int flush() { return 0; }
   // The end, before the socket is shut (a TLS close_notify).
   virtual void close() {}
   // "plaintext", "ktls", "user-tls": what carries the bytes.

@@ -15,11 +15,38 @@ namespace mpnvme::tls {
 namespace {
 
 // What the BIO knows of its socket.
+// What the BIO knows of its socket. While `gather` is set (application
+// data), the records OpenSSL writes collect in `out` and leave in one send
+// per batch (flush): a send per 16 KiB record costs MPTCP more than the
+// copy. Handshake and alert records go straight out, after what is there.
 struct SockBio {
   int fd = -1;
   int first = -1; // the peer's first byte
   int err = 0;    // errno of the last failed call
+  bool gather = false;
+  std::vector<uint8_t> out; // ciphertext not yet taken by the socket, from `head`
+  size_t head = 0;
+  size_t pending() const { return out.size() - head; }
+  // -1: the socket failed (err); else the bytes left.
+  ssize_t flush() {
+    while (pending()) {
+      const ssize_t n = ::send(fd, out.data() + head, pending(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) break;
+      if (n <= 0) {
+        err = n < 0 ? errno : EPIPE;
+        return -1;
+      }
+      head += static_cast<size_t>(n);
+    }
+    if (!pending()) out.clear(), head = 0;
+    return static_cast<ssize_t>(pending());
+  }
 };
+// Ciphertext held at most before the socket must take some: on the 4 x 1
+// Gbit lab (MPTCP, 128 KiB) 64 KiB took writes from 0.80 to 0.92 of line,
+// 256 KiB bursts cost reads a fifth.
+constexpr size_t kGather = 64 * 1024;
 
 int bio_read(BIO *b, char *buf, size_t len, size_t *got) {
   auto *s = static_cast<SockBio *>(BIO_get_data(b));
@@ -39,6 +66,19 @@ int bio_read(BIO *b, char *buf, size_t len, size_t *got) {
 int bio_write(BIO *b, const char *buf, size_t len, size_t *put) {
   auto *s = static_cast<SockBio *>(BIO_get_data(b));
   BIO_clear_retry_flags(b);
+  *put = 0;
+  if (s->pending() && (s->pending() + len > kGather || !s->gather)) { // room, or order: what waits goes first
+    if (s->flush() < 0) return 0;
+    if (s->pending() && (s->pending() + len > kGather || !s->gather)) {
+      BIO_set_retry_write(b);
+      return 0;
+    }
+  }
+  if (s->gather) {
+    s->out.insert(s->out.end(), buf, buf + len);
+    *put = len;
+    return 1;
+  }
   const ssize_t n = ::send(s->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n > 0) {
     *put = static_cast<size_t>(n);
@@ -329,7 +369,10 @@ ssize_t TlsStream::send(const iovec *iov, size_t n) {
   }
   size_t written = 0;
   ERR_clear_error();
-  if (SSL_write_ex(p_->ssl, pending_, pending_len_, &written)) {
+  p_->bio.gather = true;
+  const int ok = SSL_write_ex(p_->ssl, pending_, pending_len_, &written);
+  p_->bio.gather = false;
+  if (ok) {
     pending_ = nullptr; // written may be less (one record at a time): the rest comes again
     return static_cast<ssize_t>(written);
   }
@@ -342,6 +385,19 @@ ssize_t TlsStream::send(const iovec *iov, size_t n) {
 }
 
 bool TlsStream::buffered() const { return more_ && !failed_; }
+
+bool TlsStream::output_pending() const { return !failed_ && p_->bio.pending(); }
+
+int TlsStream::flush() {
+  if (failed_) return -1;
+  const ssize_t left = p_->bio.flush();
+  if (left < 0) {
+    set_failed("TLS send");
+    errno = p_->bio.err;
+    return -1;
+  }
+  return left > 0;
+}
 
 void TlsStream::close() {
   if (failed_ || !SSL_is_init_finished(p_->ssl)) return;

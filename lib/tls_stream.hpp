@@ -57,6 +57,8 @@ public:
   std::string failure() const override { return failure_; }
   const char *mode() const override { return "user-tls"; }
   bool buffered() const override;
+  bool output_pending() const override;
+  int flush() override;
   // A close_notify alert, best effort, before the socket is shut.
   void close() override;
 

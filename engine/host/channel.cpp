@@ -22,16 +22,19 @@ Channel::Channel(Fd fd, QueueParams params)
 void Channel::send() {
   while (!q_.failed()) {
     const size_t n = q_.tx_iov(iov_.data(), iov_.size());
-    if (!n) return;
+    if (!n) break;
     const ssize_t sent = stream_->send(iov_.data(), n);
     if (sent < 0) {
       if (errno == EINTR) continue;
-      if (errno == EAGAIN) return;
+      if (errno == EAGAIN) break;
       q_.fail(errno == EPROTO ? stream_->failure() : fmt::format("send failed: {}", strerror(errno)));
       return;
     }
     q_.on_sent(static_cast<size_t>(sent));
   }
+  // What the stream gathered from the batch (TLS records) goes out now.
+  if (!q_.failed() && stream_->flush() < 0)
+    q_.fail(errno == EPROTO || stream_->failure().size() ? stream_->failure() : fmt::format("send failed: {}", strerror(errno)));
   close_if_failed();
 }
 

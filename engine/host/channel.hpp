@@ -33,7 +33,7 @@ public:
   void send();
   // Receive and process what the socket holds; true when bytes came.
   bool receive();
-  bool wants_write() const { return q_.tx_pending() && !q_.failed(); }
+  bool wants_write() const { return (q_.tx_pending() || stream_->output_pending()) && !q_.failed(); }
   // The TermReq (if any) best effort, then shut the socket down so the
   // controller sees the end. Idempotent; the pumps do it once the queue
   // failed.

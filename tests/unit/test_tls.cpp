@@ -189,6 +189,7 @@ std::vector<uint8_t> transfer(TlsStream &from, TlsStream &to, const std::vector<
       if (k < 0) assert_int_equal(errno, EAGAIN);
       if (k > 0) sent += static_cast<size_t>(k);
     }
+    assert_true(from.flush() >= 0); // the batch's records, gathered, go out
     const size_t room = data.size() - recvd;
     iovec r[2] = {{got.data() + recvd, std::min<size_t>(room, 5000)}, {got.data() + recvd + std::min<size_t>(room, 5000), 0}};
     r[1].iov_len = room - r[0].iov_len;
@@ -310,6 +311,9 @@ static void records_byte_at_a_time(void **) {
     assert_true(n > 0);
     sent += static_cast<size_t>(n);
   }
+  assert_true(c->output_pending()); // gathered: nothing is sent before the flush
+  assert_int_equal(c->flush(), 0);
+  assert_false(c->output_pending());
   std::vector<uint8_t> got(data.size());
   size_t recvd = 0, eagains = 0, moved = 0;
   uint8_t b;

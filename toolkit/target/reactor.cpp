@@ -221,14 +221,20 @@ void Reactor::send(Conn &c) {
     const size_t cnt = c.c->build_send(send_iov_.data(), send_iov_.size());
     const ssize_t sent = c.stream->send(send_iov_.data(), cnt);
     if (sent < 0 && errno == EINTR) continue;
-    if (sent < 0 && errno == EAGAIN) return arm_writable(c); // the socket buffer is full
-    if (sent < 0) {
-      c.c->close(errno == EPROTO ? c.stream->failure() : fmt::format("send: {}", strerror(errno)));
-      shut(c);
-      return;
-    }
+    if (sent < 0 && errno == EAGAIN) break; // the socket buffer is full
+    if (sent < 0) return send_failed(c);
     c.c->on_sent(static_cast<size_t>(sent));
   }
+  if (c.shut || c.write_armed) return;
+  // What the stream gathered from the batch (TLS records) goes out now.
+  const int left = c.stream->flush();
+  if (left < 0) return send_failed(c);
+  if (left > 0 || c.c->has_pending_send()) arm_writable(c);
+}
+
+void Reactor::send_failed(Conn &c) {
+  c.c->close(errno == EPROTO ? c.stream->failure() : fmt::format("send: {}", strerror(errno)));
+  shut(c);
 }
 
 // A TLS port: a ClientHello (0x16, a TLS handshake record) starts the
@@ -449,7 +455,8 @@ void Reactor::reap() {
     Conn &c = *it;
     if (c.c->closing() && !c.shut) {
       if (c.close_deadline == std::chrono::steady_clock::time_point{}) c.close_deadline = now + std::chrono::seconds(1);
-      if (!c.c->has_pending_send() || now > c.close_deadline || stop_) shut(c);
+      const bool unsent = c.c->has_pending_send() || (c.stream && c.stream->output_pending());
+      if (!unsent || now > c.close_deadline || stop_) shut(c);
     }
     if (c.shut && !c.cancelled) {
       if (c.read_armed) cancel(c.readable_op);

@@ -100,6 +100,7 @@ private:
   bool secure_setup(Conn &c);
   void handshake_done(Conn &c);
   void send(Conn &c);
+  void send_failed(Conn &c);
   bool serve_sockets(bool spinning);
   void start(int fd, PortState &port, std::string peer);
   void shut(Conn &c);
