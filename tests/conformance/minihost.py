@@ -27,7 +27,7 @@ import nvmetcp  # noqa: E402  (PDU builders shared with the hostile-client tests
 
 IPPROTO_MPTCP = 262
 ICRESP, CAPSULE_RESP, C2H_DATA, R2T, C2H_TERM = 0x1, 0x5, 0x7, 0x9, 0x3
-ADMIN_IDENTIFY, ADMIN_GET_FEATURES = 0x06, 0x0A
+ADMIN_GET_LOG_PAGE, ADMIN_IDENTIFY, ADMIN_GET_FEATURES = 0x02, 0x06, 0x0A
 NVM_WRITE, NVM_READ = 0x01, 0x02
 FEAT_NUM_QUEUES = 0x07
 REG_CAP, REG_VS, REG_CC, REG_CSTS = 0x00, 0x08, 0x14, 0x1C
@@ -266,6 +266,34 @@ def run(a):
     adm.s.close()
 
 
+def discovery(a):
+    """--discovery: the discovery controller's log page (LID 70h), one line
+    per entry: address, service, subsystem, TREQ and the TCP SECTYPE."""
+    adm = Queue(a.addr, a.port, a.mptcp)
+    st, _ = connect(adm, 0, a.subnqn.encode(), 0xFFFF, 32)
+    if st:
+        return fail(f"discovery Connect: {status_text(st)}")
+    st = prop_set(adm, REG_CC, 1 | (6 << 16) | (4 << 20))
+    deadline = time.time() + 5
+    while not st:
+        st, csts = prop_get(adm, REG_CSTS, False)
+        if st or csts & 1 or time.time() > deadline:
+            break
+        time.sleep(0.01)
+    if st:
+        return fail(f"discovery controller enable: {status_text(st)}")
+    st, _, _, page = adm.command(nvmetcp.sqe(ADMIN_GET_LOG_PAGE, 0, nsid=0, cdw10=0x70 | (2047 << 16)), read_len=8192)
+    if st:
+        return fail(f"Get Log Page (discovery): {status_text(st)}")
+    records = struct.unpack_from("<Q", page, 8)[0]
+    ok(f"discovery log: {records} entries")
+    for i in range(min(records, 7)):  # 8 KiB: the header and seven entries
+        e = page[1024 * (i + 1):1024 * (i + 2)]
+        text = lambda b: b.split(b"\0")[0].decode().strip()
+        print(f"entry: {text(e[512:768])}:{text(e[32:64])} {text(e[256:512])} treq {e[3]} sectype {e[768]}")
+    adm.s.close()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("addr")
@@ -275,9 +303,10 @@ def main():
     ap.add_argument("--css", type=int, choices=range(8), default=0, help="CC.CSS: 0 NVM, 6 all I/O command sets")
     ap.add_argument("--expect-cfs", action="store_true", help="the controller must refuse CC.EN with CSTS.CFS (and stop there)")
     ap.add_argument("--nsid", type=int, default=1)
+    ap.add_argument("--discovery", action="store_true", help="SUBNQN is the discovery NQN: print the discovery log's entries")
     a = ap.parse_args()
     try:
-        run(a)
+        discovery(a) if a.discovery else run(a)
     except (OSError, RuntimeError) as e:
         fail(str(e))
     sys.exit(1 if failures else 0)

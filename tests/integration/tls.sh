@@ -7,8 +7,9 @@
 # pattern fio wrote (and does show it for a plaintext run, the control); a
 # wrong PSK is refused on both sides with reasons; a plaintext host is
 # refused by a TLS-required port and a TLS host by a plaintext port, each
-# told what the other side wanted; a blackholed path fails over and comes
-# back through a new handshake; no key appears in any log or output.
+# told what the other side wanted; the discovery log marks the TLS ports;
+# a blackholed path fails over and comes back through a new handshake; no
+# key appears in any log or output.
 source "$(dirname "$0")/lib.sh"
 lab_up --paths 4 --cc cubic
 h1=nqn.2026-12.io.mpnvme:tls-host h2=nqn.2026-12.io.mpnvme:tls-other
@@ -74,6 +75,15 @@ for n in 2 4; do
     fail "MPTCP $n subflows: $(tail -3 "$work/mptcp$n.log"; jq -c '.paths[0]' "$work/mptcp$n.paths" 2>/dev/null)"
 done
 in_host ip mptcp limits set subflows 8 add_addr_accepted 8
+
+# The discovery log (read through the plaintext port by the conformance
+# host) says which ports require TLS 1.3: TREQ 1 (required), SECTYPE 2.
+in_host python3 "$root/tests/conformance/minihost.py" 10.1.1.1 4421 nqn.2014-08.org.nvmexpress.discovery --discovery \
+  >"$work/discovery.out" 2>&1
+grep -q "^entry: 10.1.2.1:4420 $NQN treq 1 sectype 2$" "$work/discovery.out" &&
+  grep -q "^entry: 10.1.1.1:4421 $NQN treq 0 sectype 0$" "$work/discovery.out" &&
+  pass "discovery log: TLS ports with TREQ required and TSAS TLS 1.3, the plaintext port without" ||
+  fail "discovery log entries: $(cat "$work/discovery.out")"
 
 # A plaintext host at a TLS-required port, and a TLS host at a plaintext one.
 if run_fio plain2tls --traddr=10.1.2.1 --transport=tcp --rw=read --bs=4k --size=1m --hostnqn="$h1" --ctrl_loss_tmo=0 >/dev/null; then
