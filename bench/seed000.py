@@ -50,8 +50,11 @@ class MatrixLab:
     """A private mpnvme-lab topology with mpnvme-target serving every path."""
 
     def __init__(self, name, rates, work, loss=0.0, delay_ms=0, iodepth=256, cc=common.DEFAULT_CC,
-                 endpoints=common.ENDPOINTS):
+                 endpoints=common.ENDPOINTS, tls_key=None):
         self.name, self.rates, self.work, self.iodepth = name, rates, work, iodepth
+        # tls_key: every port requires TLS 1.3 and fio's host brings this PSK.
+        target_tls = ["--tls", "--tls-key", f"{TLS_HOST}=@{tls_key}"] if tls_key else []
+        self.fio_extra = ["--tls=1", f"--tls_key_file={tls_key}", f"--hostnqn={TLS_HOST}"] if tls_key else []
         self.paths = len(rates)
         self.context = common.cell_context(cc, rates, loss, delay_ms, endpoints)
         args = ["up", "--paths", str(self.paths), "--rate", ",".join(f"{r}mbit" for r in rates), "--cc", cc,
@@ -63,7 +66,8 @@ class MatrixLab:
         for p in range(1, self.paths + 1):
             if loss:
                 self.lab("loss", str(p), str(loss))
-        self.target = common.start_lab_target(name, common.TARGET, self.paths, NQN, "ram:2g", work / f"target-{name}.log")
+        self.target = common.start_lab_target(name, common.TARGET, self.paths, NQN, "ram:2g", work / f"target-{name}.log",
+                                              target_tls)
         self.sink = common.start_control_sink(name, self.paths, work / f"sink-{name}.log")
 
     def lab(self, *args):
@@ -87,7 +91,7 @@ class MatrixLab:
                f"--subnqn={NQN}", f"--transport={transport}", f"--iopolicy={iopolicy}", f"--rw={rw}", "--bs=128k",
                f"--numjobs={JOBS}", f"--iodepth={self.iodepth}", "--thread=1", "--group_reporting=1", "--time_based=1",
                f"--runtime={runtime}", f"--ramp_time={ramp}", "--size=2g", "--output-format=json",
-               f"--output={out}", f"--path_stats={stats}", *extra]
+               f"--output={out}", f"--path_stats={stats}", *self.fio_extra, *extra]
         sampler = common.CpuSampler(self.target.pid)
         w0, wall0 = self.wire_bytes(rw), time.monotonic()
         common.run_fio(cmd, tag, cwd=self.work)
@@ -206,6 +210,27 @@ def matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, polici
             lab.close()
 
 
+TLS_HOST = "nqn.2026-12.io.mpnvme:bench-tls"
+
+
+def tls_cells(res, runs, work, runtime, ramp, rate, npaths, smoke):
+    """The lossless round-robin cells again with every port requiring TLS 1.3
+    (TLS_AES_128_GCM_SHA256; user-space records: kernel TLS takes no MPTCP
+    socket and this kernel may have no tls module), beside their plaintext
+    cells of the matrix."""
+    secret = subprocess.run(["nvme", "gen-tls-key"], capture_output=True, text=True, check=True).stdout.strip()
+    key = work / "tls.key"
+    key.touch(mode=0o600)
+    key.write_text(secret + "\n")
+    lab = MatrixLab(f"b{os.getpid()}tls", [rate] * npaths, work, iodepth=16 if smoke else 256, tls_key=key)
+    try:
+        for transport in ("mptcp",) if smoke else ("tcp", "mptcp"):
+            res["tls"].append(cell(lab, f"tls-lossless-{transport}-round-robin", transport, "round-robin", runs, runtime, ramp,
+                                   "lossless") | {"case": "TLS 1.3, user-space records"})
+    finally:
+        lab.close()
+
+
 def run(full, runs, work, smoke=False):
     """smoke: 2 paths of 200 Mbit, QD16, round-robin and numa only, 2 s runs, no
     unequal-path or cut cases: the functional check make check runs."""
@@ -213,11 +238,12 @@ def run(full, runs, work, smoke=False):
     rate, npaths = (200, 2) if smoke else (1000, 4)
     policies = ("numa", "round-robin") if smoke else POLICIES
     lossy_delay = 5 if netem_available() else 0
-    res = {"matrix": [], "extra": [], "path_cut": [], "lossy": {"loss_pct": 0.5, "delay_ms": lossy_delay},
+    res = {"matrix": [], "extra": [], "path_cut": [], "tls": [], "lossy": {"loss_pct": 0.5, "delay_ms": lossy_delay},
            "runtime_s": runtime, "rate_mbit": rate, "paths": npaths}
     res["ccs"] = list(common.CCS)
     for cc in common.CCS:
         matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, policies, lossy_delay)
+    tls_cells(res, runs, work, runtime, ramp, rate, npaths, smoke)
     if smoke:
         return res
     lab = MatrixLab(f"b{os.getpid()}uneq", [1000, 100], work)
@@ -306,6 +332,29 @@ def report(res, runs, plots):
                      f"{fmt_cell(c['randread'], c['line_mib_s'])} | {fmt_raw(c['randread'])} | "
                      f"{fmt_cell(c['randwrite'], c['line_mib_s'])} | {fmt_raw(c['randwrite'])} | "
                      f"{common.spread_text(c['randread']['target_cpu_s_per_gib'], 2)} | {fmt_paths(c['randread'])} |")
+    if res.get("tls"):
+        plain = {(c["transport"], c["iopolicy"]): c for c in res["matrix"]
+                 if c["condition"] == "lossless" and c["cc"] == common.DEFAULT_CC}
+        lines += ["", "TLS 1.3 on the same paths (TLS_AES_128_GCM_SHA256, user-space records on both sides), each beside "
+                  "its plaintext cell above: MiB/s (ratio to line), the ratio to plaintext, and CPU seconds per GiB of fio "
+                  "and of the target (plaintext in brackets):", "",
+                  "| transport | iopolicy | read | read / plaintext | write | write / plaintext | fio CPU s/GiB (read) | "
+                  "target CPU s/GiB (read) | fio CPU s/GiB (write) | target CPU s/GiB (write) |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
+        for c in res["tls"]:
+            p = plain.get((c["transport"], c["iopolicy"]))
+
+            def ratio(rw):
+                return f"{c[rw]['mib_s']['median'] / p[rw]['mib_s']['median']:.2f}" if p and p[rw]["mib_s"]["median"] else ""
+
+            def cpu(rw, who):
+                k = f"{who}_cpu_s_per_gib"
+                base = f" ({p[rw][k]['median']:.2f})" if p else ""
+                return f"{c[rw][k]['median']:.2f}{base}"
+
+            lines.append(f"| {c['transport']} | {c['iopolicy']} | {fmt_cell(c['randread'], c['line_mib_s'])} | {ratio('randread')} | "
+                         f"{fmt_cell(c['randwrite'], c['line_mib_s'])} | {ratio('randwrite')} | {cpu('randread', 'fio')} | "
+                         f"{cpu('randread', 'target')} | {cpu('randwrite', 'fio')} | {cpu('randwrite', 'target')} |")
     for c in res["path_cut"]:
         lines += ["", f"Path 2 cut at {c['cut_at_s']:.0f} s and back at {c['back_at_s']:.0f} s, {c['transport']} "
                   f"{c['iopolicy']}, MiB/s each second: " + " ".join(f"{v:.0f}" for v in c["mib_s_per_second"])]

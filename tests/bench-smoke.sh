@@ -3,7 +3,8 @@
 # bench/run seed000 and seed001 --smoke: the bench's machinery end to end
 # (lab, target, fio, results.json, report.md, plots) in about two minutes,
 # checked for shape and sense, never for speed: every cell moved data, the
-# report has the published figures beside ours, the plots are PNGs, one
+# report has the published figures beside ours, a TLS cell beside its
+# plaintext one, the plots are PNGs, one
 # MPTCP connection over 2 paths beats 1.5x one TCP path (numa), and the
 # latency job's median with its own HTB class stays below half its
 # median queued behind the bulk job (about a hundredth when it works; a
@@ -21,6 +22,13 @@ jq -e '[.seed000.matrix[], .seed000.extra[] | .randread.mib_s.median, .randwrite
   fail "a cell moved no data"
 jq -e '.meta.target_cpu != .meta.fio_cpu' "$json" >/dev/null || fail "target and fio share a CPU"
 grep -q '^## Seed 000' "$out/report.md" || fail "report.md has no seed 000 section"
+# The TLS cell: MPTCP round-robin with every port requiring TLS, beside its
+# plaintext cell, with its CPU per GiB.
+jq -e '.seed000.tls | length == 1 and (.[0] | .transport == "mptcp" and .iopolicy == "round-robin" and
+  .randread.mib_s.median > 0 and .randwrite.mib_s.median > 0 and .randread.target_cpu_s_per_gib.median > 0)' "$json" >/dev/null ||
+  fail "the TLS cell is missing or moved no data: $(jq -c '.seed000.tls' "$json")"
+grep -qE '^\| mptcp \| round-robin \| [0-9]+ \([0-9.]+\) .*\| [0-9.]+ \| [0-9]+ \([0-9.]+\) .*\| [0-9.]+ \| [0-9.]+ \([0-9.]+\) \|' "$out/report.md" ||
+  fail "report.md lacks the TLS row beside plaintext: $(grep -A4 'TLS 1.3 on the same paths' "$out/report.md")"
 grep -q '| cubic | tcp | round-robin | lossless | .* | 455 (0.95) | 455 (0.95) |' "$out/report.md" ||
   fail "the published figures are missing from the table"
 # Like with like: every cell says how it was measured.
