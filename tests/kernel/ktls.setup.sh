@@ -18,12 +18,14 @@ mkdir -p /tmp/keys && echo "$KEY" >/tmp/keys/psk && chmod 600 /tmp/keys/psk
 /usr/local/bin/mpnvme-target --transport tcp --listen 127.0.0.1:4431:tls --subnqn $TLS_SUBNQN --ns ram:64m \
   --tls-key "$HOST=@/tmp/keys/psk" --log-level info >/tmp/target.log 2>&1 &
 run() { # NAME PORT MODE
-  LD_PRELOAD=$(cat /files/preload) /usr/local/bin/fio --name=$1 --ioengine=external:/usr/local/bin/fio-mpnvme.so \
+  ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 LD_PRELOAD=$(cat /files/preload) /usr/local/bin/fio --name=$1 --ioengine=external:/usr/local/bin/fio-mpnvme.so \
     --traddr=127.0.0.1 --trsvcid=$2 --transport=tcp --subnqn=$TLS_SUBNQN --hostnqn="$HOST" --tls=1 --tls_key_file=/tmp/keys/psk \
     --tls_mode=$3 --rw=randrw --bs=16k --iodepth=4 --size=4m --verify=crc32c --verify_fatal=1 --do_verify=1 --log_level=info \
     --output-format=terse >/tmp/$1.out 2>&1
-  echo "KTLS $1 rc $?"
+  rc=$?
+  echo "KTLS $1 rc $rc"
   grep -a 'transport in effect\|error' /tmp/$1.out | sed "s/^/KTLS $1 /"
+  [ $rc = 0 ] || tail -5 /tmp/$1.out | sed "s/^/KTLS $1 /"
 }
 scenario() {
   sleep 1
