@@ -38,7 +38,8 @@ def target(extra, work):
 
 
 def fio(port, pid, opts, seconds, work):
-    """One fio run of the engine on CPU 1; returns (read stats, fio CPU s, target CPU s)."""
+    """One fio run of the engine on CPU 1; returns (the workload's direction's
+    stats, fio CPU s, target CPU s)."""
     out, logs = work / "fio.json", work / "fio-log"
     for old in work.glob("fio-log_*.log"):
         old.unlink()
@@ -51,12 +52,14 @@ def fio(port, pid, opts, seconds, work):
     if r.returncode != 0:
         die(f"fio failed: {' '.join(cmd)}\n{r.stderr}")
     job = fio_json(out)["jobs"][0]
-    fio_cpu = (job["usr_cpu"] + job["sys_cpu"]) / 100 * job["read"]["runtime"] / 1000
+    # The direction of the workload: the last --rw= wins, as in fio.
+    ddir = "write" if "write" in [o for o in cmd if o.startswith("--rw=")][-1] else "read"
+    fio_cpu = (job["usr_cpu"] + job["sys_cpu"]) / 100 * job[ddir]["runtime"] / 1000
     # Rates from the interval logs (bytes and I/Os over time), as every
     # experiment reports them; latency percentiles stay fio's.
     rates = {"iops": log_rate(sorted(work.glob("fio-log_iops.*.log"))),
              "bw_bytes": log_rate(sorted(work.glob("fio-log_bw.*.log"))) * 1024}
-    return job["read"] | rates, fio_cpu, cpu_seconds(pid) - t0
+    return job[ddir] | rates, fio_cpu, cpu_seconds(pid) - t0
 
 
 def floor_tool(args, server_cpu=TARGET_CPU, client_cpu=FIO_CPU):

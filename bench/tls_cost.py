@@ -63,7 +63,7 @@ def run(runs, seconds, work, fio, smoke=False):
     workloads = WORKLOADS
     if smoke:
         rows = [r for r in rows if r[0] == "tcp" and r[1] != "ktls"]
-        workloads = WORKLOADS[:1] + WORKLOADS[2:3]
+        workloads = WORKLOADS[:1] + WORKLOADS[3:]  # QD1 and 128 KiB writes: both directions
     out = {"kernel_tls": ktls, "rows": []}
     for transport in dict.fromkeys(t for t, _ in rows):
         with tls_target(transport, key, work) as (plain, secure, pid):

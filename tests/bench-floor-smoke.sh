@@ -48,9 +48,9 @@ grep -qE '^QD32 \(tcp, engine poll=block\): --poll [0-9]+ IOPS against the event
 # beside its ratio to the plaintext row.
 jq -e '.floor.tls.rows | length == 4 and all(.iops.median > 0 and .mib_s.median > 0 and .fio_cpu_s_per_gib.median > 0 and
   .target_cpu_s_per_gib.median > 0) and ([.[] | "\(.security) \(.workload)"] | sort) ==
-  ["plaintext 128k-read", "plaintext qd1", "user 128k-read", "user qd1"]' "$json" >/dev/null ||
+  ["plaintext 128k-write", "plaintext qd1", "user 128k-write", "user qd1"]' "$json" >/dev/null ||
   fail "the TLS cost rows are missing: $(jq -c '.floor.tls' "$json")"
-[[ $(grep -cE '^\| tcp \| user \| (qd1|128k-read) \| ([0-9.]+ \([0-9.]+\))? \| [0-9]+ \([0-9.]+\) \| [0-9]+ \([0-9.]+\) \| [0-9.]+ \([0-9.]+\) \| [0-9.]+ \([0-9.]+\) \|$' "$out/report.md") == 2 ]] ||
+[[ $(grep -cE '^\| tcp \| user \| (qd1|128k-write) \| ([0-9.]+ \([0-9.]+\))? \| [0-9]+ \([0-9.]+\) \| [0-9]+ \([0-9.]+\) \| [0-9.]+ \([0-9.]+\) \| [0-9.]+ \([0-9.]+\) \|$' "$out/report.md") == 2 ]] ||
   fail "report.md lacks the TLS rows with their ratios: $(grep -A8 'What TLS costs' "$out/report.md")"
 grep -A6 "^### The target's own cost" "$out/report.md"
 echo PASS
