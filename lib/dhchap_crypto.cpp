@@ -27,15 +27,6 @@ std::runtime_error ssl_error(const char *what) {
   return std::runtime_error(fmt::format("{}: {}", what, buf));
 }
 
-const EVP_MD *md(Hash h) {
-  switch (h) {
-  case Hash::Sha256: return EVP_sha256();
-  case Hash::Sha384: return EVP_sha384();
-  case Hash::Sha512: return EVP_sha512();
-  }
-  throw std::invalid_argument("unknown DH-HMAC-CHAP hash");
-}
-
 // OpenSSL's names of the groups, which are RFC 7919's.
 const char *ossl_group(DhGroup g) {
   switch (g) {
@@ -126,7 +117,16 @@ std::vector<DhGroup> parse_dhgroup_list(const std::string &v, const std::string 
                             "null, ffdhe2048, ffdhe3072, ffdhe4096, ffdhe6144, ffdhe8192");
 }
 
-size_t hash_len(Hash h) { return static_cast<size_t>(EVP_MD_get_size(md(h))); }
+const EVP_MD *evp_md(Hash h) {
+  switch (h) {
+  case Hash::Sha256: return EVP_sha256();
+  case Hash::Sha384: return EVP_sha384();
+  case Hash::Sha512: return EVP_sha512();
+  }
+  throw std::invalid_argument("unknown DH-HMAC-CHAP hash");
+}
+
+size_t hash_len(Hash h) { return static_cast<size_t>(EVP_MD_get_size(evp_md(h))); }
 
 size_t dhgroup_value_len(DhGroup g) {
   switch (g) {
@@ -143,14 +143,15 @@ size_t dhgroup_value_len(DhGroup g) {
 SecretBytes digest(Hash h, std::span<const uint8_t> data) {
   SecretBytes out(hash_len(h));
   unsigned n = 0;
-  if (!EVP_Digest(data.data(), data.size(), out.data(), &n, md(h), nullptr)) throw ssl_error("digest");
+  if (!EVP_Digest(data.data(), data.size(), out.data(), &n, evp_md(h), nullptr)) throw ssl_error("digest");
   return out;
 }
 
 SecretBytes hmac(Hash h, std::span<const uint8_t> key, std::span<const uint8_t> data) {
   SecretBytes out(hash_len(h));
   unsigned n = 0;
-  if (!HMAC(md(h), key.data(), static_cast<int>(key.size()), data.data(), data.size(), out.data(), &n)) throw ssl_error("HMAC");
+  if (!HMAC(evp_md(h), key.data(), static_cast<int>(key.size()), data.data(), data.size(), out.data(), &n))
+    throw ssl_error("HMAC");
   return out;
 }
 

@@ -13,6 +13,8 @@
 
 #include "secret_bytes.hpp"
 
+struct evp_md_st; // OpenSSL's EVP_MD
+
 namespace mpnvme::dhchap {
 
 // Hash function identifiers (HMAC-SHA-2).
@@ -42,6 +44,8 @@ size_t hash_len(Hash h);
 // The group's public value size in bytes (its prime's), 0 for Null.
 size_t dhgroup_value_len(DhGroup g);
 
+// OpenSSL's digest of a hash (TLS PSKs use the same SHA-2 functions).
+const evp_md_st *evp_md(Hash h);
 SecretBytes digest(Hash h, std::span<const uint8_t> data);
 SecretBytes hmac(Hash h, std::span<const uint8_t> key, std::span<const uint8_t> data);
 void random_bytes(uint8_t *out, size_t n);

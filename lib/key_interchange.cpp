@@ -59,10 +59,14 @@ std::string encode_interchange(const InterchangeFormat &f, uint8_t nn, const Sec
   const uint32_t crc = crc32_gzip_refl(0, key.data(), key.size());
   for (size_t i = 0; i < 4; i++)
     raw.data()[key.size() + i] = static_cast<uint8_t>(crc >> (8 * i));
-  std::string b64(((raw.size() + 2) / 3) * 4 + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char *>(b64.data()), raw.data(), static_cast<int>(raw.size()));
-  b64.resize(static_cast<size_t>(n));
-  return fmt::format("{}{:02}:{}:", f.prefix, nn, b64);
+  return fmt::format("{}{:02}:{}:", f.prefix, nn, base64(raw.span()));
+}
+
+std::string base64(std::span<const uint8_t> bytes) {
+  std::string s(((bytes.size() + 2) / 3) * 4 + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char *>(s.data()), bytes.data(), static_cast<int>(bytes.size()));
+  s.resize(static_cast<size_t>(n));
+  return s;
 }
 
 std::string read_key_line(const std::string &path, const std::string &what) {

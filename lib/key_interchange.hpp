@@ -32,6 +32,9 @@ struct InterchangeKey {
 // Throws std::invalid_argument.
 InterchangeKey decode_interchange(const std::string &text, const InterchangeFormat &f, const std::string &what);
 std::string encode_interchange(const InterchangeFormat &f, uint8_t nn, const SecretBytes &key);
+// Standard base64 with padding (OpenSSL's), as these formats and the TLS
+// PSK identity's digest use it.
+std::string base64(std::span<const uint8_t> bytes);
 
 // The first line of a key file, as the *_file= options and @FILE read it,
 // without trailing blanks; a file others may read gets a warning in the

@@ -22,8 +22,6 @@ const InterchangeFormat kTlsFormat{
     "NVMeTLSkey-1:", "NVMeTLSkey-1:NN:BASE64: as nvme gen-tls-key prints it", "TLS PSK", 2, "00 none, 01 SHA-256, 02 SHA-384",
     {32, 48, 0}};
 
-const EVP_MD *md(PskHash h) { return h == PskHash::Sha256 ? EVP_sha256() : EVP_sha384(); }
-
 // RFC 8446's HkdfLabel: uint16 length, then label and context, each
 // with a one-byte length. The compat form is libnvme's first one.
 std::vector<uint8_t> hkdf_label(size_t length, const std::string &label, const std::string &context, bool compat) {
@@ -52,7 +50,7 @@ SecretBytes expand_label(PskHash h, const SecretBytes &key, const std::string &l
   std::unique_ptr<EVP_PKEY_CTX, decltype(&EVP_PKEY_CTX_free)> ctx(EVP_PKEY_CTX_new_id(EVP_PKEY_HKDF, nullptr), EVP_PKEY_CTX_free);
   SecretBytes out(length);
   size_t n = out.size();
-  if (!ctx || EVP_PKEY_derive_init(ctx.get()) <= 0 || EVP_PKEY_CTX_set_hkdf_md(ctx.get(), md(h)) <= 0 ||
+  if (!ctx || EVP_PKEY_derive_init(ctx.get()) <= 0 || EVP_PKEY_CTX_set_hkdf_md(ctx.get(), dhchap::evp_md(as_hash(h))) <= 0 ||
       (!extract && EVP_PKEY_CTX_set_hkdf_mode(ctx.get(), EVP_PKEY_HKDEF_MODE_EXPAND_ONLY) <= 0) ||
       EVP_PKEY_CTX_set1_hkdf_key(ctx.get(), key.data(), static_cast<int>(key.size())) <= 0 ||
       EVP_PKEY_CTX_add1_hkdf_info(ctx.get(), info.data(), static_cast<int>(info.size())) <= 0 ||
@@ -63,17 +61,10 @@ SecretBytes expand_label(PskHash h, const SecretBytes &key, const std::string &l
   return out;
 }
 
-std::string base64(const SecretBytes &b) {
-  std::string s(((b.size() + 2) / 3) * 4 + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char *>(s.data()), b.data(), static_cast<int>(b.size()));
-  s.resize(static_cast<size_t>(n));
-  return s;
-}
-
 } // namespace
 
 const char *cipher_suite(PskHash h) { return h == PskHash::Sha256 ? "TLS_AES_128_GCM_SHA256" : "TLS_AES_256_GCM_SHA384"; }
-size_t hash_len(PskHash h) { return h == PskHash::Sha256 ? 32 : 48; }
+size_t hash_len(PskHash h) { return dhchap::hash_len(as_hash(h)); }
 
 ConfiguredPsk parse_psk(const std::string &text, const std::string &what) {
   InterchangeKey k = decode_interchange(text, kTlsFormat, what);
@@ -135,9 +126,8 @@ std::optional<PskIdentity> parse_identity(const std::string &text) {
 
 std::string psk_digest(PskHash h, const SecretBytes &retained, const std::string &hostnqn, const std::string &subnqn) {
   const std::string msg = hostnqn + " " + subnqn + " NVMe-over-Fabrics";
-  const SecretBytes mac =
-      dhchap::hmac(static_cast<dhchap::Hash>(h), retained.span(), {reinterpret_cast<const uint8_t *>(msg.data()), msg.size()});
-  return base64(mac);
+  const SecretBytes mac = dhchap::hmac(as_hash(h), retained.span(), {reinterpret_cast<const uint8_t *>(msg.data()), msg.size()});
+  return base64(mac.span());
 }
 
 SecretBytes derive_tls_psk(const SecretBytes &retained, const PskIdentity &id, bool compat) {

@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 
+#include "dhchap_crypto.hpp"
 #include "secret_bytes.hpp"
 
 namespace mpnvme::tls {
@@ -33,6 +34,9 @@ enum class PskHash : uint8_t { Sha256 = 1, Sha384 = 2 };
 constexpr PskHash kSuites[] = {PskHash::Sha256, PskHash::Sha384};
 const char *cipher_suite(PskHash h); // OpenSSL's (and IANA's) name
 size_t hash_len(PskHash h);
+// The suite hash as DH-HMAC-CHAP names it (the same SHA-2 function, its
+// HMAC and its OpenSSL digest live there).
+inline dhchap::Hash as_hash(PskHash h) { return static_cast<dhchap::Hash>(h); }
 
 struct ConfiguredPsk {
   uint8_t hmac = 0; // NN: 0 none, 1 SHA-256, 2 SHA-384

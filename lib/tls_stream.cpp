@@ -16,7 +16,6 @@ namespace mpnvme::tls {
 
 namespace {
 
-// What the BIO knows of its socket.
 // What the BIO knows of its socket. While `gather` is set (application
 // data on an MPTCP socket), the records OpenSSL writes collect in `out` and
 // leave in one send per batch (flush): a send per 16 KiB record costs MPTCP
@@ -25,10 +24,10 @@ namespace {
 // straight out. Handshake and alert records always do, after what waits.
 struct SockBio {
   int fd = -1;
-  int first = -1; // the peer's first byte
-  int err = 0;    // errno of the last failed call
-  bool mptcp = false;  // gather application records (see above)
-  bool gather = false; // in SSL_write now
+  int first = -1;           // the peer's first byte
+  int err = 0;              // errno of the last failed call
+  bool mptcp = false;       // gather application records (see above)
+  bool gather = false;      // in SSL_write now
   std::vector<uint8_t> out; // ciphertext not yet taken by the socket, from `head`
   size_t head = 0;
   size_t pending() const { return out.size() - head; }
@@ -91,7 +90,6 @@ int bio_write(BIO *b, const char *buf, size_t len, size_t *put) {
   }
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) BIO_set_retry_write(b);
   s->err = n < 0 ? errno : 0;
-  *put = 0;
   return 0;
 }
 
@@ -119,8 +117,6 @@ const SSL_CIPHER *suite(SSL *ssl, PskHash h) {
   const unsigned char id[2] = {0x13, static_cast<unsigned char>(h == PskHash::Sha256 ? 0x01 : 0x02)};
   return SSL_CIPHER_find(ssl, id);
 }
-
-const EVP_MD *suite_md(PskHash h) { return h == PskHash::Sha256 ? EVP_sha256() : EVP_sha384(); }
 
 SSL_SESSION *psk_session(SSL *ssl, const SecretBytes &psk, PskHash h) {
   SSL_SESSION *s = SSL_SESSION_new();
@@ -220,7 +216,7 @@ int TlsStream::Impl::use_session(SSL *ssl, const EVP_MD *md, const unsigned char
   auto *t = static_cast<TlsStream *>(SSL_get_app_data(ssl));
   *sess = nullptr;
   // After a HelloRetryRequest OpenSSL asks again with the suite's hash.
-  if (md && md != suite_md(t->client_hash_)) return 1;
+  if (md && md != dhchap::evp_md(as_hash(t->client_hash_))) return 1;
   *sess = psk_session(ssl, t->client_psk_, t->client_hash_);
   if (!*sess) return 0;
   *id = reinterpret_cast<const unsigned char *>(t->identity_.data());
