@@ -34,7 +34,7 @@ void Channel::send() {
   }
   // What the stream gathered from the batch (TLS records) goes out now.
   if (!q_.failed() && stream_->flush() < 0)
-    q_.fail(errno == EPROTO || stream_->failure().size() ? stream_->failure() : fmt::format("send failed: {}", strerror(errno)));
+    q_.fail(stream_->failure().empty() ? fmt::format("send failed: {}", strerror(errno)) : stream_->failure());
   close_if_failed();
 }
 

@@ -260,7 +260,9 @@ bool Reactor::secure_setup(Conn &c) {
             reg_.config().tls_keys, [&](const std::string &nqn) { return reg_.find_subsystem(nqn) && port.serves(nqn); },
             identity, reg_.config().tls_compat, refusal);
       };
-      c.handshaking = tls::TlsStream::server(c.c->fd(), lookup, {std::begin(tls::kSuites), std::end(tls::kSuites)}, true);
+      // MPTCP sockets never take kernel TLS: no secrets kept for it, and records read ahead.
+      c.handshaking = tls::TlsStream::server(c.c->fd(), lookup, {std::begin(tls::kSuites), std::end(tls::kSuites)},
+                                             port.cfg.transport == Transport::Tcp);
     } else if (port.cfg.tls == TlsPort::Required) {
       log().warn("port {}: plaintext connection from {} refused: the port requires TLS (its first byte is {:#04x}, {})",
                  port.cfg.id, c.c->peer(), first, first == 0 ? "an ICReq" : "not a TLS record");
@@ -272,7 +274,7 @@ bool Reactor::secure_setup(Conn &c) {
     }
   }
   switch (c.handshaking->handshake()) {
-  case tls::HandshakeStep::Done: handshake_done(c); return true;
+  case tls::HandshakeStep::Done: handshake_done(c); return c.stream != nullptr;
   case tls::HandshakeStep::WantRead: c.readable = false; return false;
   case tls::HandshakeStep::WantWrite: arm_writable(c); return false;
   case tls::HandshakeStep::Failed: break;
@@ -292,17 +294,22 @@ void Reactor::handshake_done(Conn &c) {
   const std::string identity = c.handshaking->identity();
   const auto id = tls::parse_identity(identity); // the lookup accepted only NVMe identities
   c.c->set_tls_identity(identity, id->hostnqn, id->subnqn);
+  std::unique_ptr<tls::TlsStream> t = std::move(c.handshaking);
   std::string why;
   bool lost = false;
-  c.stream = tls::kernel_tls(c.c->fd(), *c.handshaking, why, lost);
-  if (lost) c.c->close(why);
-  if (!c.stream) {
-    c.handshaking->keep_in_user_space();
-    c.stream = std::move(c.handshaking);
+  if (c.c->port().cfg.transport == Transport::Tcp) c.stream = tls::kernel_tls(c.c->fd(), *t, why, lost);
+  if (lost) { // the kernel took the socket but not the keys: neither side can carry on
+    log().warn("port {}: connection from {}: {}", c.c->port().cfg.id, c.c->peer(), why);
+    c.c->close(why);
+    return;
+  }
+  const bool in_kernel = c.stream != nullptr;
+  if (!in_kernel) {
+    t->keep_in_user_space();
+    c.stream = std::move(t);
   }
   log().info("port {}: connection from {}: TLS 1.3 {} ({}), identity '{}'", c.c->port().cfg.id, c.c->peer(), c.stream->cipher(),
-             c.stream->mode() == std::string("ktls") ? "records in the kernel" : "records in user space", identity);
-  c.handshaking.reset();
+             in_kernel ? "records in the kernel" : "records in user space", identity);
 }
 
 // One turn over the sockets: receive what is there, then send what the
