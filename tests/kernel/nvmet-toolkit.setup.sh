@@ -194,6 +194,11 @@ tk() {
     bad "restore nvmetcli example: $out"
   fi
   $NV clear --remove-ram-files && [ -z "$(ls /dev/shm/mpnvme-nvmet)" ] && ok "clear --remove-ram-files" || bad "RAM files left"
+  if [ $has_tls = 0 ]; then
+    # A saved TLS port does not come back in plaintext on a kernel without TLS.
+    printf '{"ports": [{"portid": 9, "addr": {"trtype": "tcp", "adrfam": "ipv4", "traddr": "0.0.0.0", "trsvcid": "4439", "tsas": "tls1.3", "treq": "required"}}]}\n' >/tmp/tls-port.json
+    expect_fail "addr_tsas" $NV restore /tmp/tls-port.json
+  fi
   echo "TK done"
 }
 tk > /dev/console 2>&1 &

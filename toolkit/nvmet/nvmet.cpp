@@ -13,8 +13,8 @@
 
 #include "configfs.hpp"
 #include "dhchap_secret.hpp"
-#include "tls_keyring.hpp"
 #include "host_identity.hpp"
+#include "tls_keyring.hpp"
 
 namespace mpnvme::toolkit {
 namespace fs = std::filesystem;
@@ -104,7 +104,8 @@ static void apply_host_auth(Journal &j, const std::string &host, const dhchap::C
 // (addr_treq); nvmet hands the handshakes to tlshd.
 static void apply_port_tls(Journal &j, const std::string &p, target::TlsPort t) {
   if (!exists(p + "/addr_tsas"))
-    throw std::runtime_error(fmt::format("{}: no addr_tsas attribute: this kernel's nvmet has no TLS (CONFIG_NVME_TARGET_TCP_TLS)", p));
+    throw std::runtime_error(
+        fmt::format("{}: no addr_tsas attribute: this kernel's nvmet has no TLS (CONFIG_NVME_TARGET_TCP_TLS)", p));
   if (read_attr(p + "/addr_tsas") != "tls1.3") j.write(p + "/addr_tsas", "tls1.3");
   const std::string treq = t == target::TlsPort::Required ? "required" : "not required";
   if (read_attr(p + "/addr_treq") != treq) j.write(p + "/addr_treq", treq);
@@ -308,13 +309,19 @@ void restore(const json &in) {
     const json addr = p.value("addr", json::object()), param = p.value("param", json::object());
     // The transport type first (the security type needs TCP), the
     // security type before its requirement (nvmet resets addr_treq when
-    // addr_tsas changes), the rest in any order.
+    // addr_tsas changes), the rest in any order. A kernel without
+    // addr_tsas can take "none" by leaving it out; a TLS port it cannot
+    // take fails the restore (it would come up in plaintext).
     static const char *const kFirst[] = {"trtype", "adrfam", "traddr", "trsvcid", "tsas", "treq"};
-    for (const char *k : kFirst)
-      if (addr.contains(k) && (std::string(k) != "tsas" || exists(pp + "/addr_tsas")))
-        j.write(pp + "/addr_" + k, addr[k].get<std::string>());
+    for (const char *k : kFirst) {
+      if (!addr.contains(k)) continue;
+      const std::string v = addr[k].get<std::string>();
+      if (std::string(k) == "tsas" && v == "none" && !exists(pp + "/addr_tsas")) continue;
+      j.write(pp + "/addr_" + k, v);
+    }
     for (auto &[k, v] : addr.items())
-      if (std::find(std::begin(kFirst), std::end(kFirst), k) == std::end(kFirst)) j.write(pp + "/addr_" + k, v.get<std::string>());
+      if (std::find(std::begin(kFirst), std::end(kFirst), k) == std::end(kFirst))
+        j.write(pp + "/addr_" + k, v.get<std::string>());
     for (auto &[k, v] : param.items())
       if (exists(pp + "/param_" + k)) j.write(pp + "/param_" + k, v.is_string() ? v.get<std::string>() : v.dump());
     for (const auto &g : p.value("ana_groups", json::array())) {
