@@ -93,6 +93,7 @@ void Reactor::arm_writable(Conn &c) {
   io_uring_prep_poll_add(s, c.c->fd(), POLLOUT);
   io_uring_sqe_set_data(s, &c.writable_op);
   c.write_armed = true;
+  writes_armed_++;
 }
 
 void Reactor::arm_wake() {
@@ -178,6 +179,7 @@ void Reactor::submit_file(Connection &c, uint16_t slot, FileOp op, int fd, uint8
   case FileOp::WriteZeroes: io_uring_prep_fallocate(s, fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, off, len); break;
   }
   io_uring_sqe_set_data(s, &o);
+  files_in_flight_++;
 }
 
 // Received in place: the connection says where the next bytes go (a
@@ -313,17 +315,37 @@ void Reactor::handshake_done(Conn &c) {
 }
 
 // One turn over the sockets: receive what is there, then send what the
-// commands produced. True when anything arrived. While spinning, every
-// connection is read without waiting for its readiness report: a receive
-// made right after the report meets the sender's softirq still holding the
-// socket lock (perf: 39% of the target's time in the lock's slow path),
-// while a receive in progress when the data arrives makes the softirq
-// leave the packet to the receiver (the socket backlog) instead.
-bool Reactor::serve_sockets(bool spinning) {
+// commands produced. True when anything arrived. While spinning, a hot
+// connection (bytes within kHot) is read without waiting for its readiness
+// report: a receive made right after the report meets the sender's softirq
+// still holding the socket lock (perf: 39% of the target's time in the
+// lock's slow path), while a receive in progress when the data arrives
+// makes the softirq leave the packet to the receiver (the socket backlog)
+// instead. Idle connections (an admin queue) wait for their report: a
+// receive costs a system call, and at QD1 a turn that read every
+// connection and asked the ring for events took three.
+bool Reactor::serve_sockets(bool spinning, std::chrono::steady_clock::time_point now) {
   bool got = false;
   unread_ = false;
+  if (spinning) {
+    hot_fds_.clear();
+    hot_.clear();
+    for (Conn &c : conns_)
+      if (!c.readable && c.stream && !c.shut && now - c.last_data < kHot) {
+        hot_fds_.push_back({c.c->fd(), POLLIN | POLLRDHUP, 0});
+        hot_.push_back(&c);
+      }
+    if (!hot_fds_.empty() && ::poll(hot_fds_.data(), hot_fds_.size(), 0) > 0)
+      for (size_t i = 0; i < hot_fds_.size(); i++)
+        if (hot_fds_[i].revents) hot_[i]->readable = true;
+  }
   for (Conn &c : conns_) {
-    if (spinning || c.readable) got |= receive(c);
+    if (c.readable) {
+      if (receive(c)) {
+        got = true;
+        c.last_data = now;
+      }
+    }
     // Its rounds ran out with bytes still there: no new arrival will
     // report them, so the loop must not sleep on them.
     unread_ |= c.readable && !c.shut && !c.c->closing();
@@ -382,6 +404,7 @@ void Reactor::on_readiness(Op &op, int res, unsigned flags) {
   Conn &c = *op.conn;
   if (op.kind == Op::Writable) {
     c.write_armed = false;
+    writes_armed_--;
     if (res >= 0) send(c);
     return;
   }
@@ -417,7 +440,10 @@ void Reactor::on_cqe(io_uring_cqe *cqe) {
   case Op::Accept: on_accept(*op, res); break;
   case Op::Readable:
   case Op::Writable: on_readiness(*op, res, cqe->flags); break;
-  case Op::File: op->conn->c->on_file_done(op->slot, res); break;
+  case Op::File:
+    files_in_flight_--;
+    op->conn->c->on_file_done(op->slot, res);
+    break;
   case Op::Wake: on_wake(); break;
   case Op::Tick:
     tick_armed_ = false;
@@ -487,11 +513,17 @@ void Reactor::reap() {
 
 // --poll, or while work came recently: hand new requests to the kernel and
 // collect completions without sleeping; otherwise sleep until one arrives.
-void Reactor::wait_for_work(bool spin) {
+void Reactor::wait_for_work(bool spin, std::chrono::steady_clock::time_point now) {
   if (spin) {
-    io_uring_submit(&ring_);
-    // Readiness and file completions arrive as task work: run it without waiting.
-    if (!io_uring_cq_ready(&ring_)) io_uring_get_events(&ring_);
+    io_uring_submit(&ring_); // a system call only when there are requests
+    // Readiness and file completions arrive as task work: run it without
+    // waiting, every turn while file I/O or a POLLOUT is what a connection
+    // waits for, every kEventsEvery otherwise.
+    const bool due = files_in_flight_ || writes_armed_ || now - last_events_ >= kEventsEvery;
+    if (due && !io_uring_cq_ready(&ring_)) {
+      io_uring_get_events(&ring_);
+      last_events_ = now;
+    }
   } else {
     io_uring_submit_and_wait(&ring_, 1);
   }
@@ -517,10 +549,11 @@ void Reactor::run() {
   arm_tick();
   bool stopping = false;
   while (!finished()) {
-    const bool spinning = poll_ || unread_ || spin_.spinning(std::chrono::steady_clock::now());
-    wait_for_work(spinning);
+    const auto now = std::chrono::steady_clock::now();
+    const bool spinning = poll_ || unread_ || spin_.spinning(now);
+    wait_for_work(spinning, now);
     drain_completions();
-    if (serve_sockets(spinning)) spin_.work(std::chrono::steady_clock::now());
+    if (serve_sockets(spinning, now)) spin_.work(std::chrono::steady_clock::now());
     if (stop_ && !stopping) { // once: close everything and take back what the ring holds
       stopping = true;
       for (Conn &c : conns_)

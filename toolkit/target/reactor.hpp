@@ -18,6 +18,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <poll.h>
 #include <vector>
 
 #include "byte_stream.hpp"
@@ -72,6 +73,7 @@ private:
     bool write_armed = false; // a POLLOUT after a send that would block
     bool shut = false, cancelled = false;
     std::chrono::steady_clock::time_point close_deadline{};
+    std::chrono::steady_clock::time_point last_data{}; // when a receive last got bytes: hot connections are read every turn
   };
   struct Listener {
     int fd;
@@ -89,7 +91,7 @@ private:
   void arm_wake();
   void arm_tick();
   void cancel(Op &op);
-  void wait_for_work(bool spin);
+  void wait_for_work(bool spin, std::chrono::steady_clock::time_point now);
   unsigned drain_completions();
   void on_cqe(io_uring_cqe *cqe);
   void on_accept(Op &op, int res);
@@ -101,7 +103,7 @@ private:
   void handshake_done(Conn &c);
   void send(Conn &c);
   void send_failed(Conn &c);
-  bool serve_sockets(bool spinning);
+  bool serve_sockets(bool spinning, std::chrono::steady_clock::time_point now);
   void start(int fd, PortState &port, std::string peer);
   void shut(Conn &c);
   void reap(); // close and free connections that are done
@@ -122,6 +124,15 @@ private:
   bool wake_armed_ = false, tick_armed_ = false;
   __kernel_timespec tick_ts_{0, 100 * 1000 * 1000};
   IdleSpin spin_;
+  // A spinning turn is one receive per hot connection; what the ring
+  // reports (readiness of idle connections, accepts, the tick) is fetched
+  // every kEventsEvery, or every turn while file I/O or a POLLOUT waits.
+  static constexpr std::chrono::microseconds kEventsEvery{10};
+  static constexpr std::chrono::milliseconds kHot{1};
+  std::chrono::steady_clock::time_point last_events_{};
+  unsigned files_in_flight_ = 0, writes_armed_ = 0;
+  std::vector<pollfd> hot_fds_;
+  std::vector<Conn *> hot_;
   bool unread_ = false;               // a connection's receive rounds ran out with bytes left
   std::array<iovec, 256> send_iov_{}; // one send at a time: the loop's, not each connection's
   std::vector<Listener> listeners_;
