@@ -315,3 +315,25 @@ def fio_json(path):
     """fio's JSON output (fio may print other lines before it)."""
     text = path.read_text()
     return json.loads(text[text.index("{"):])
+
+
+NSTAT_COUNTERS = ("MPTcpExtMPTCPRetrans", "MPTcpExtMPJoinSynRx", "MPTcpExtMPJoinAckRx", "MPTcpExtMPJoinSynAckRx",
+            "MPTcpExtOFOQueue", "MPTcpExtOFOMerge", "MPTcpExtDuplicateData", "MPTcpExtRcvPruned", "MPTcpExtSubflowStale",
+            "MPTcpExtSubflowRecover", "MPTcpExtRcvWndShared", "MPTcpExtRcvWndConflict", "TcpExtTCPOFOQueue",
+            "TcpExtPruneCalled", "TcpExtTCPRcvQDrop", "TcpRetransSegs", "TcpExtTCPLostRetransmit", "TcpExtTCPTimeouts",
+                  "MPTcpExtRmSubflow", "MPTcpExtMPFailTx", "MPTcpExtMPRstTx")
+
+
+def nstat(lab, side):
+    """The namespace's counters since the last call (nstat keeps its own history per namespace)."""
+    # nstat's history file is per user, not per namespace: one per side.
+    env = dict(os.environ, NSTAT_HISTORY=f"/tmp/mpnvme-nstat-{lab}-{side}")
+    r = subprocess.run([str(LAB), "-n", lab, "exec", side, "nstat", "-z", "--json"], capture_output=True, text=True,
+                       env=env)
+    if r.returncode:
+        die(f"nstat in {side}: {r.stderr.strip()}")
+    data = json.loads(r.stdout)
+    flat = {}
+    for group in data.values():
+        flat.update(group)
+    return {k: flat.get(k, 0) for k in NSTAT_COUNTERS}

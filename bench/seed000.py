@@ -9,7 +9,8 @@ MPTCP connection per path (the selftest's mptcp rows)} x iopolicy {numa,
 round-robin, queue-depth, service-time} x {lossless, lossy}, plus the cases
 the upstream review asked for: one MPTCP connection for all paths (MPTCP
 spreads one association), unequal paths (1000 and 100 Mbit), and a path
-cut mid-run (throughput every second).
+cut mid-run (throughput every second, what each path carried and the
+kernel's counters before, during and after; again with the older endpoints).
 
 The published figures (4 x 1 Gbit veth, kernel host and nvmet, round-robin)
 are printed beside ours with both as ratios to the line rate. Like with
@@ -158,29 +159,55 @@ def cell(lab, tag, transport, iopolicy, runs, runtime, ramp, condition, paths=No
             "line_mib_s": line, **lab.context, **res}
 
 
+CUT_COUNTERS = ("MPTcpExtMPTCPRetrans", "MPTcpExtSubflowStale", "MPTcpExtSubflowRecover", "MPTcpExtDuplicateData",
+                "TcpExtTCPTimeouts", "TcpRetransSegs")
+
+
 def path_cut(lab, tag, transport, iopolicy, seconds, paths=None):
-    """Throughput each second while path 2 goes down at 1/3 and comes back at 2/3."""
+    """Throughput each second while path 2 goes down at 1/3 and comes back
+    at 2/3, with what explains it for each third (before, down, after): the
+    kernel's counters in both namespaces, the bytes each path carried, and
+    the engine's per-path I/O counts at the end."""
     out = lab.work / f"{tag}.json"
     log = lab.work / f"{tag}-bw"
+    stats = lab.work / f"{tag}-paths.jsonl"
     cmd = [*common.lab_fio(lab.name), "--name=cut",
            f"--ioengine=external:{common.ENGINE}", f"--traddr={common.lab_paths(paths or lab.paths)}", f"--subnqn={NQN}",
            f"--transport={transport}", f"--iopolicy={iopolicy}", "--rw=randread", "--bs=128k", "--numjobs=4",
            "--iodepth=64", "--thread=1", "--group_reporting=1", "--time_based=1", f"--runtime={seconds}", "--size=2g",
-           f"--write_bw_log={log}", "--log_avg_msec=1000", "--io_timeout=2000", "--reconnect_delay=0.5",
-           "--output-format=json", f"--output={out}"]
+           f"--write_bw_log={log}", "--log_avg_msec=250", "--io_timeout=2000", "--reconnect_delay=0.5",
+           f"--path_stats={stats}", "--output-format=json", f"--output={out}"]
+    for side in ("host", "target"):
+        common.nstat(lab.name, side)  # reset the history: the next read is the first third's
+    wire = [lab.wire_bytes("randread")]
+    phases = []
+
+    def phase(name):
+        counters = {side: common.nstat(lab.name, side) for side in ("host", "target")}
+        wire.append(lab.wire_bytes("randread"))
+        phases.append({"phase": name, "wire_mib_per_path": [(b - a) / 1048576 for a, b in zip(wire[-2], wire[-1])],
+                       "counters": {side: {k: counters[side][k] for k in CUT_COUNTERS} for side in counters}})
+
     fio = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=lab.work, env=common.fio_env())
     time.sleep(seconds / 3)
+    phase("before")
     lab.lab("link", "2", "down")
     time.sleep(seconds / 3)
+    phase("down")
     lab.lab("link", "2", "up")
     _, err = fio.communicate()
+    phase("after")
     if fio.returncode:
         common.die(f"fio failed ({tag}): {err[-2000:]}")
-    per_second = common.log_buckets(lab.work.glob(f"{tag}-bw_bw.*.log"), 1000)
-    series = [per_second.get(s, 0.0) for s in range(1, max(per_second or [0]) + 1)]
+    quarters = common.log_buckets(lab.work.glob(f"{tag}-bw_bw.*.log"), 250)
+    series = [sum(quarters.get(4 * s + q, 0.0) for q in range(1, 5)) / 4 for s in range(0, max(quarters or [0]) // 4)]
     print(f"  {tag}: MiB/s per second {' '.join(f'{v:.0f}' for v in series)}", flush=True)
-    return {"transport": transport, "iopolicy": iopolicy, "mib_s_per_second": series, "cut_at_s": seconds / 3,
-            "back_at_s": 2 * seconds / 3, "line_mib_s": lab.line_mib_s()}
+    return {"transport": transport, "iopolicy": iopolicy, "mib_s_per_second": series,
+            "mib_s_per_250ms": [quarters.get(q, 0.0) for q in range(1, max(quarters or [0]) + 1)], "cut_at_s": seconds / 3,
+            "back_at_s": 2 * seconds / 3, "line_mib_s": lab.line_mib_s(), "phases": phases,
+            "endpoints": lab.context["endpoints"],
+            "engine_paths": [json.loads(line) for line in stats.read_text().splitlines() if line.strip()],
+            "stale_loss_cnt": lab.lab("exec", "host", "sysctl", "-n", "net.mptcp.stale_loss_cnt").strip()}
 
 
 def matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, policies, lossy_delay):
@@ -254,6 +281,13 @@ def run(full, runs, work, smoke=False):
                                 | {"case": "unequal paths 1000 + 100 Mbit"})
         res["extra"].append(cell(lab, "unequal-mptcp-one-connection", "mptcp", "numa", runs, runtime, ramp, "lossless", paths=1)
                             | {"case": "unequal paths 1000 + 100 Mbit, one MPTCP connection"})
+    finally:
+        lab.close()
+    # The MPTCP cut again with the lab's older endpoint setup (none on path
+    # 1): what the selftest's endpoints change when a path dies.
+    lab = MatrixLab(f"b{os.getpid()}oth", [rate] * npaths, work, endpoints="others")
+    try:
+        res["path_cut"].append(path_cut(lab, "cut-mptcp-round-robin-others", "mptcp", "round-robin", 12 if full else 9))
     finally:
         lab.close()
     return res
@@ -355,13 +389,43 @@ def report(res, runs, plots):
             lines.append(f"| {c['transport']} | {c['iopolicy']} | {fmt_cell(c['randread'], c['line_mib_s'])} | {ratio('randread')} | "
                          f"{fmt_cell(c['randwrite'], c['line_mib_s'])} | {ratio('randwrite')} | {cpu('randread', 'fio')} | "
                          f"{cpu('randread', 'target')} | {cpu('randwrite', 'fio')} | {cpu('randwrite', 'target')} |")
-    for c in res["path_cut"]:
-        lines += ["", f"Path 2 cut at {c['cut_at_s']:.0f} s and back at {c['back_at_s']:.0f} s, {c['transport']} "
-                  f"{c['iopolicy']}, MiB/s each second: " + " ".join(f"{v:.0f}" for v in c["mib_s_per_second"])]
+    lines += cut_report(res["path_cut"])
     lines += ["", "[!N on the wire]: the figure exceeds the line rate, which nothing can cross; N is what the "
               "paths carried over the whole run (ramp and connection set-up included, so a lower bound)."]
     lines += [""] + [f"![{p.stem}]({p.name})" for p in plots]
     return "\n".join(lines) + "\n"
+
+
+def cut_report(cuts):
+    """Each cut's throughput, then per third (before, down, after) what the
+    paths carried and the kernel counters that explain a recovery."""
+    if not cuts:
+        return []
+    lines = []
+    for c in cuts:
+        lines += ["", f"Path 2 cut at {c['cut_at_s']:.0f} s and back at {c['back_at_s']:.0f} s, {c['transport']} "
+                  f"{c['iopolicy']}, endpoints `{c.get('endpoints', common.ENDPOINTS)}`, MiB/s each second: "
+                  + " ".join(f"{v:.0f}" for v in c["mib_s_per_second"])
+                  + "; each 250 ms: " + " ".join(f"{v:.0f}" for v in c.get("mib_s_per_250ms", []))]
+    line3 = cuts[0]["line_mib_s"] * 3 / 4
+    lines += ["", f"What each third of the cut runs carried and counted (the paths' MiB, the kernel's counters: target / "
+              f"host namespace; net.mptcp.stale_loss_cnt {cuts[0].get('stale_loss_cnt', '?')}; three paths allow "
+              f"{line3:.0f} MiB/s):", "",
+              "| transport | endpoints | third | MiB per path | wire MiB/s | MPTCP retransmits | stale subflows | recovered subflows "
+              "| TCP timeouts | duplicate data |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in cuts:
+        third = (c["back_at_s"] - c["cut_at_s"])
+        for ph in c.get("phases", []):
+            k = ph["counters"]
+
+            def both(name):
+                return f"{k['target'][name]} / {k['host'][name]}"
+
+            lines.append(f"| {c['transport']} | {c.get('endpoints', common.ENDPOINTS)} | {ph['phase']} | "
+                         + "/".join(f"{v:.0f}" for v in ph["wire_mib_per_path"]) + f" | {sum(ph['wire_mib_per_path']) / third:.0f} | "
+                         f"{both('MPTcpExtMPTCPRetrans')} | {both('MPTcpExtSubflowStale')} | {both('MPTcpExtSubflowRecover')} | "
+                         f"{both('TcpExtTCPTimeouts')} | {both('MPTcpExtDuplicateData')} |")
+    return lines
 
 
 def plot(res, out):
@@ -394,7 +458,7 @@ def plot(res, out):
         fig, ax = plt.subplots(figsize=(7, 4))
         for c in res["path_cut"]:
             ax.plot(range(1, len(c["mib_s_per_second"]) + 1), c["mib_s_per_second"], marker="o",
-                    label=f"{c['transport']} {c['iopolicy']}")
+                    label=f"{c['transport']} {c['iopolicy']} ({c.get('endpoints', common.ENDPOINTS)})")
         c = res["path_cut"][0]
         ax.axvspan(c["cut_at_s"], c["back_at_s"], color="red", alpha=0.1, label="path 2 down")
         ax.set_xlabel("s")

@@ -15,44 +15,22 @@ with the engine's mptcp_join_wait=1000; the lab's older endpoint setup);
 --case TEXT keeps only the cases whose name contains TEXT."""
 import json
 import os
-import subprocess
 
 import common
 import seed000
-
-COUNTERS = ("MPTcpExtMPTCPRetrans", "MPTcpExtMPJoinSynRx", "MPTcpExtMPJoinAckRx", "MPTcpExtMPJoinSynAckRx",
-            "MPTcpExtOFOQueue", "MPTcpExtOFOMerge", "MPTcpExtDuplicateData", "MPTcpExtRcvPruned", "MPTcpExtSubflowStale",
-            "MPTcpExtSubflowRecover", "MPTcpExtRcvWndShared", "MPTcpExtRcvWndConflict", "TcpExtTCPOFOQueue",
-            "TcpExtPruneCalled", "TcpExtTCPRcvQDrop", "TcpRetransSegs", "TcpExtTCPLostRetransmit")
-
-
-def nstat(lab, side):
-    """The namespace's counters since the last call (nstat keeps its own history per namespace)."""
-    # nstat's history file is per user, not per namespace: one per side.
-    env = dict(os.environ, NSTAT_HISTORY=f"/tmp/mpnvme-nstat-{lab}-{side}")
-    r = subprocess.run([str(common.LAB), "-n", lab, "exec", side, "nstat", "-z", "--json"], capture_output=True, text=True,
-                       env=env)
-    if r.returncode:
-        common.die(f"nstat in {side}: {r.stderr.strip()}")
-    data = json.loads(r.stdout)
-    flat = {}
-    for group in data.values():
-        flat.update(group)
-    return {k: flat.get(k, 0) for k in COUNTERS}
-
 
 def one(lab, tag, traddr_paths, seconds, extra=()):
     """First-second and whole-run MiB/s of one run, with the counters it moved."""
     bwlog = lab.work / f"{tag}-bw"
     out = lab.work / f"{tag}.json"
     for side in ("host", "target"):
-        nstat(lab.name, side)  # reset the history: the next read is this run's
+        common.nstat(lab.name, side)  # reset the history: the next read is this run's
     common.run_fio([*common.lab_fio(lab.name), f"--write_bw_log={bwlog}", "--log_avg_msec=250", "--name=stall",
                     f"--ioengine=external:{common.ENGINE}", f"--traddr={common.lab_paths(traddr_paths)}",
                     f"--subnqn={seed000.NQN}", "--transport=mptcp", "--iopolicy=round-robin", "--rw=randread", "--bs=128k",
                     "--numjobs=4", "--iodepth=256", "--thread=1", "--group_reporting=1", "--time_based=1",
                     f"--runtime={seconds}", "--size=2g", "--output-format=json", f"--output={out}", *extra], tag)
-    counters = {side: nstat(lab.name, side) for side in ("host", "target")}
+    counters = {side: common.nstat(lab.name, side) for side in ("host", "target")}
     per_quarter = common.log_buckets(lab.work.glob(f"{tag}-bw_bw.*.log"), 250)
     first = sum(per_quarter.get(q, 0) for q in range(1, 5)) / 4
     return {"first_s_mib_s": first, "quarters": [per_quarter.get(q, 0) for q in range(1, 4 * seconds + 1)],
