@@ -38,7 +38,7 @@ $(BUILD_CHECK)/CMakeCache.txt: | deps
 
 check: deps $(BUILD_CHECK)/CMakeCache.txt
 	@cmake --build $(BUILD_CHECK) -j$(JOBS)
-	@cd $(BUILD_CHECK) && ctest --output-on-failure $(if $(CTEST_ARGS),$(CTEST_ARGS),)
+	@cd $(BUILD_CHECK) && ctest --output-on-failure -j$(JOBS) $(if $(CTEST_ARGS),$(CTEST_ARGS),)
 
 demo: deps build
 	@./scripts/demo.sh $(BUILD)

@@ -110,25 +110,12 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-class CpuSampler:
-    """A process's CPU seconds sampled every 50 ms against wall-clock time,
-    so that CPU can be taken over exactly the window fio measured bytes in
-    (after its ramp, up to its end), not over fio's whole life."""
+class Samples:
+    """A counter sampled against wall-clock time: (time, value) pairs, read
+    at any time in between by interpolation."""
 
-    def __init__(self, pid):
-        self.pid, self.samples, self._stop = pid, [], threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self):
-        while not self._stop.is_set():
-            self.samples.append((time.time(), cpu_seconds(self.pid)))
-            self._stop.wait(0.05)
-
-    def stop(self):
-        self._stop.set()
-        self._thread.join()
-        self.samples.append((time.time(), cpu_seconds(self.pid)))
+    def __init__(self):
+        self.samples = []
 
     def at(self, t):
         """CPU seconds at wall-clock time t, interpolated between samples."""
@@ -142,6 +129,62 @@ class CpuSampler:
 
     def between(self, t0, t1):
         return self.at(t1) - self.at(t0)
+
+
+class CpuSampler(Samples):
+    """A process's CPU seconds sampled every 50 ms against wall-clock time,
+    so that CPU can be taken over exactly the window fio measured bytes in
+    (after its ramp, up to its end), not over fio's whole life."""
+
+    def __init__(self, pid):
+        super().__init__()
+        self.pid, self._stop = pid, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.samples.append((time.time(), cpu_seconds(self.pid)))
+            self._stop.wait(0.05)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+        self.samples.append((time.time(), cpu_seconds(self.pid)))
+
+
+class WireSampler(Samples):
+    """The bytes a lab's host side received (reads) or sent (writes) over all
+    its paths, every 100 ms against wall-clock time, by one shell loop in the
+    host namespace: the wire over the window fio measured in. An engine
+    figure above it holds data the paths carried before the window (socket
+    buffers, MPTCP's out-of-order queue)."""
+
+    def __init__(self, name, paths, read):
+        super().__init__()
+        ns = lab(name, "names").split()[0]
+        key = "rx_bytes" if read else "tx_bytes"
+        files = " ".join(f"/sys/class/net/h{p}/statistics/{key}" for p in range(1, paths + 1))
+        loop = f'while :; do echo $(date +%s.%N) $(cat {files}); sleep 0.1; done'  # one line per sample
+        self._proc = subprocess.Popen(["ip", "netns", "exec", ns, "sh", "-c", loop], stdout=subprocess.PIPE, text=True)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        for line in self._proc.stdout:
+            fields = line.split()
+            if len(fields) >= 2:
+                self.samples.append((float(fields[0]), sum(int(x) for x in fields[1:])))
+
+    def stop(self):
+        self._proc.terminate()
+        self._proc.wait()
+        self._thread.join()
+        if len(self.samples) < 2:
+            die("the wire sampler read no counters")
+
+    def mib_s(self, t0, t1):
+        return self.between(t0, t1) / (t1 - t0) / 1048576
 
 
 def fio_window(result, ddir):
