@@ -186,6 +186,30 @@ class WireSampler(Samples):
     def mib_s(self, t0, t1):
         return self.between(t0, t1) / (t1 - t0) / 1048576
 
+    def first_byte(self):
+        """When bytes first moved (the connections are up), or None."""
+        for (_, v0), (t1, v1) in zip(self.samples, self.samples[1:]):
+            if v1 > v0:
+                return t1
+        return None
+
+    def holes(self, t0, t1, line_mib_s, shortest_s=0.25):
+        """Stalls between t0 and t1: stretches of at least shortest_s in
+        which the paths carried under 5 % of the line; [(start, seconds)]."""
+        out, start = [], None
+        pts = [(t, v) for t, v in self.samples if t0 <= t <= t1]
+        for (ta, va), (tb, vb) in zip(pts, pts[1:]):
+            slow = tb > ta and (vb - va) / (tb - ta) / 1048576 < 0.05 * line_mib_s
+            if slow and start is None:
+                start = ta
+            if not slow and start is not None:
+                if ta - start >= shortest_s:
+                    out.append((start, ta - start))
+                start = None
+        if start is not None and pts and pts[-1][0] - start >= shortest_s:
+            out.append((start, pts[-1][0] - start))
+        return out
+
 
 def fio_window(result, ddir):
     """The wall-clock window fio measured a job's `ddir` in: its runtime

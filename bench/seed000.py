@@ -84,10 +84,11 @@ class MatrixLab:
 
     def fio(self, tag, transport, iopolicy, rw, runtime, ramp, paths=None, extra=()):
         """One fio run of the seed workload in the host namespace; returns
-        (MiB/s from the bandwidth log, fio CPU seconds, target CPU seconds,
-        bytes, wire MiB/s: what crossed the paths over the window fio
-        measured in, fio's own MiB/s, bytes per path over the whole run,
-        subflows per connection)."""
+        steady (MiB/s from the bandwidth log), fio_cpu and target_cpu
+        (seconds over fio's window), bytes, wire (MiB/s the paths carried in
+        that window), fio_mib_s (fio's own figure), path_bytes (per path,
+        the whole run), subflows (per connection) and stalls (on the wire:
+        [(start, seconds)] in the ramp and in the window)."""
         out, bwlog, stats = self.work / f"{tag}.json", self.work / f"{tag}-bw", self.work / f"{tag}-paths.jsonl"
         cmd = [*common.lab_fio(self.name), f"--write_bw_log={bwlog}", f"--log_avg_msec={common.STEADY_LOG_MS}", "--name=seed", f"--ioengine=external:{common.ENGINE}", f"--traddr={common.lab_paths(paths or self.paths)}",
                f"--subnqn={NQN}", f"--transport={transport}", f"--iopolicy={iopolicy}", f"--rw={rw}", "--bs=128k",
@@ -109,10 +110,16 @@ class MatrixLab:
         window = common.fio_window(result, ddir)
         target_cpu = sampler.between(*window)
         wire = wire_sampler.mib_s(*window)
+        # Stalls on the wire: in the ramp (from the first byte), and in the
+        # window, where they lower the cell.
+        first = wire_sampler.first_byte() or window[0]
+        stalls = {"ramp": wire_sampler.holes(first, window[0], self.line_mib_s()),
+                  "window": wire_sampler.holes(*window, self.line_mib_s())}
         fio_cpu = (job["usr_cpu"] + job["sys_cpu"]) / 100 * d["runtime"] / 1000
         steady = common.steady_mib_s(sorted(self.work.glob(f"{tag}-bw_bw.*.log")))
-        return (steady, fio_cpu, target_cpu, d["io_bytes"], wire, d["bw_bytes"] / 1048576,
-                per_path, common.path_subflows(stats))
+        return {"steady": steady, "fio_cpu": fio_cpu, "target_cpu": target_cpu, "bytes": d["io_bytes"], "wire": wire,
+                "fio_mib_s": d["bw_bytes"] / 1048576, "path_bytes": per_path, "subflows": common.path_subflows(stats),
+                "stalls": stalls}
 
     def control(self, transport, rw, runtime, ramp, paths=None):
         """The raw control beside an engine run (mpnvme-floor stream): as many
@@ -141,21 +148,24 @@ def cell(lab, tag, transport, iopolicy, runs, runtime, ramp, condition, paths=No
             # numa sends every command down one path: its control is one
             # connection, as what the engine really used.
             raw.append(lab.control(transport, rw, runtime, ramp, 1 if iopolicy == "numa" else paths))
-        gib = [r[3] / 2**30 for r in rows]
-        engine = common.median_spread([r[0] for r in rows])
+        gib = [r["bytes"] / 2**30 for r in rows]
+        engine = common.median_spread([r["steady"] for r in rows])
         control = common.median_spread([c["mib_s"] for c in raw])
         res[rw] = {"mib_s": engine,
                    # What the transport alone carried: the same connections,
                    # direction and time (mpnvme-floor stream).
                    "raw_mib_s": control, "raw_subflows": raw[-1]["subflows"],
                    "engine_per_raw": engine["median"] / control["median"] if control["median"] else None,
-                   "fio_mib_s": common.median_spread([r[5] for r in rows]),
-                   "wire_mib_s": common.median_spread([r[4] for r in rows]),
-                   "fio_cpu_s_per_gib": common.median_spread([r[1] / g for r, g in zip(rows, gib)]),
-                   "target_cpu_s_per_gib": common.median_spread([r[2] / g for r, g in zip(rows, gib)]),
+                   "fio_mib_s": common.median_spread([r["fio_mib_s"] for r in rows]),
+                   "wire_mib_s": common.median_spread([r["wire"] for r in rows]),
+                   "fio_cpu_s_per_gib": common.median_spread([r["fio_cpu"] / g for r, g in zip(rows, gib)]),
+                   "target_cpu_s_per_gib": common.median_spread([r["target_cpu"] / g for r, g in zip(rows, gib)]),
                    # Measured, not assumed: the last run's bytes per path and
                    # the subflows each connection had at its end.
-                   "path_bytes": rows[-1][6], "subflows": rows[-1][7]}
+                   "path_bytes": rows[-1]["path_bytes"], "subflows": rows[-1]["subflows"],
+                   # Runs with a stall on the wire, in the ramp and in the window.
+                   "stalls": {where: sum(1 for r in rows if r["stalls"][where]) for where in ("ramp", "window")},
+                   "runs": len(rows)}
     line = lab.line_mib_s()
     print(f"  {tag}: read {res['randread']['mib_s']['median']:.0f} write {res['randwrite']['mib_s']['median']:.0f} MiB/s "
           f"(line {line:.0f})", flush=True)
@@ -304,6 +314,9 @@ def fmt_cell(d, line):
     m = d["mib_s"]["median"]
     # 3 %: the commands in flight at the window's edges move a few percent either way.
     flag = f" [!wire {d['wire_mib_s']['median']:.0f}]" if m > 1.03 * d["wire_mib_s"]["median"] else ""
+    stalls = d.get("stalls", {})
+    if stalls.get("window"):
+        flag += f" [!stalled in {stalls['window']} of {d['runs']}]"
     return f"{common.spread_text(d['mib_s'])} ({m / line:.2f}){flag}"
 
 
@@ -398,7 +411,12 @@ def report(res, runs, plots):
     lines += ["", "[!wire N]: the figure exceeds by more than 3 % N, what the paths carried in the same window (Ethernet frames, "
               "headers included, from the host side's interface counters every 100 ms): the engine completed data that "
               "crossed before the window (held in socket buffers or MPTCP's out-of-order queue), so the cell overstates "
-              "its rate; longer runs (--full) shrink the effect."]
+              "its rate; longer runs (--full) shrink the effect. [!stalled in N of M]: in N of the cell's M runs the "
+              "paths carried under 5 % of the line for 250 ms or more inside the measured window (a start-up stall the "
+              "ramp did not outlast, or a later one), which lowers the cell."]
+    ramp = sum(c[rw].get("stalls", {}).get("ramp", 0) for c in res["matrix"] + res["extra"] for rw in ("randread", "randwrite"))
+    runs = sum(c[rw].get("runs", 0) for c in res["matrix"] + res["extra"] for rw in ("randread", "randwrite"))
+    lines += ["", f"Stalls in the ramp (before the window, from the first byte on the wire): {ramp} of {runs} engine runs."]
     lines += [""] + [f"![{p.stem}]({p.name})" for p in plots]
     return "\n".join(lines) + "\n"
 

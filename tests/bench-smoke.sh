@@ -52,6 +52,14 @@ jq -e '[.seed000.matrix[], .seed000.extra[] | .randread, .randwrite | (.raw_mib_
   (.engine_per_raw > 0) and ((.engine_per_raw - .mib_s.median / .raw_mib_s.median) | fabs < 1e-9)] | all' "$json" \
   >/dev/null || fail "a cell lacks its raw control or engine/raw: $(jq -c '.seed000.matrix[0].randread |
   {raw_mib_s, engine_per_raw}' "$json")"
+# The wire over each run's window, and the stall counts, are measured per cell:
+# the wire carried about what the engine counted (headers included, at most a
+# few percent either way for the commands in flight at the window's edges).
+jq -e '[.seed000.matrix[], .seed000.extra[] | .randread, .randwrite | (.wire_mib_s.median > 0.8 * .mib_s.median) and
+  (.wire_mib_s.median < 1.2 * .mib_s.median) and (.stalls.ramp | type == "number") and (.stalls.window <= .runs)] | all' \
+  "$json" >/dev/null || fail "a cell lacks its wire rate or stall counts, or they make no sense: $(jq -c '.seed000.matrix[0].randread |
+  {mib_s, wire_mib_s, stalls, runs}' "$json")"
+grep -q '^Stalls in the ramp' "$out/report.md" || fail "report.md does not count the stalls"
 # The MPTCP control used MPTCP (subflows), the TCP one did not.
 jq -e '[.seed000.matrix[] | select(.transport == "mptcp") | .randread.raw_subflows[]] | all(. >= 1)' "$json" >/dev/null ||
   fail "an MPTCP control ran without MPTCP"
