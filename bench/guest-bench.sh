@@ -121,9 +121,11 @@ raw_cell() { # TAG TRANSPORT IOPOLICY RW: the engine cell's connections over bar
   say "$1 $(jq -c '{mib_s, subflows, connections}' <<<"$out")"
 }
 
-kernel_cell() { # TAG IOPOLICY RW: the kernel host, connected from the lab's host namespace
-  local out dev
-  out=$(MPNVME_TRANSPORT=tcp MPNVME_IOPOLICY=$2 $LAB exec host mpnvme-nvmet connect --job "$JOB" --ctrl-loss-tmo 10 2>&1) ||
+# TAG IOPOLICY RW TRANSPORT: the kernel host, connected from the lab's host
+# namespace (mptcp: a kernel whose NVMe host has the mptcp transport).
+kernel_cell() {
+  local out dev transport=$4
+  out=$(MPNVME_TRANSPORT=$transport MPNVME_IOPOLICY=$2 $LAB exec host mpnvme-nvmet connect --job "$JOB" --ctrl-loss-tmo 10 2>&1) ||
     { failed "$1" "connect: $out"; return; }
   dev=$(sed -n 's/^device //p' <<<"$out")
   out=$(mpnvme-iopolicy set "$2" --nqn "$MPNVME_SUBNQN" 2>&1) || say "$1-note iopolicy $2 not set: $out"
@@ -132,7 +134,7 @@ kernel_cell() { # TAG IOPOLICY RW: the kernel host, connected from the lab's hos
     --output-format=json --output=/tmp/$1.json >/tmp/$1.log 2>&1 || failed "$1" "$(tail -2 /tmp/$1.log)"
   [[ -s /tmp/$1.json ]] && result "$1" "${3#rand}" /tmp/$1.json
   say "$1-paths $(mpnvme-iopolicy show --json 2>/dev/null | jq -c '[.. | objects | select(has("reads")) | {controller, reads, writes}]' 2>/dev/null)"
-  MPNVME_TRANSPORT=tcp $LAB exec host mpnvme-nvmet disconnect --job "$JOB" >/dev/null 2>&1
+  MPNVME_TRANSPORT=$transport $LAB exec host mpnvme-nvmet disconnect --job "$JOB" >/dev/null 2>&1
 }
 
 # What the loss rules dropped on the host side against what it sent, and
@@ -161,7 +163,7 @@ while read -r cond side transport policy rw tag; do
   case $side in
   engine) engine_cell "$tag" "$transport" "$policy" "$rw" ;;
   raw) raw_cell "$tag" "$transport" "$policy" "$rw" ;;
-  *) kernel_cell "$tag" "$policy" "$rw" ;;
+  *) kernel_cell "$tag" "$policy" "$rw" "$transport" ;;
   esac
   counted "$tag" /tmp/before
   kill "$sampler" 2>/dev/null

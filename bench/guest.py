@@ -113,9 +113,40 @@ def run(full, runs, work, smoke=False, kernel="6.12"):
     return execute(shape, min(runs, 3), work, kernel)
 
 
+def kernel_mptcp_host(kernel_dir):
+    """Whether the kernel's NVMe host offers an mptcp transport (a kernel
+    with the NVMe-over-MPTCP series): a module of drivers/nvme/host that
+    names it. Released kernels' nvme-tcp does not."""
+    for ko in pathlib.Path(kernel_dir).glob("root/lib/modules/*/kernel/drivers/nvme/host/*.ko"):
+        if b"mptcp" in ko.read_bytes():
+            return True
+    return False
+
+
+def prepare(kernel, env):
+    """Fetch (once) and unpack the guest kernel; its directory."""
+    r = subprocess.run([str(LABSH), "prepare"], capture_output=True, text=True, env=env)
+    if r.returncode:
+        common.die(f"the kernel lab could not be prepared: {r.stderr.strip()[-1500:]}")
+    return r.stdout.strip().splitlines()[-1]
+
+
 def execute(shape, runs, work, kernel, name="guest"):
     """The shape's plan in one guest boot; its results (parse)."""
     paths, runtime, ramp, conditions, rws, chosen = shape.paths, shape.runtime, shape.ramp, shape.conditions, shape.rws, shape.cells
+    binaries = guest_binaries()
+    # MPNVME_LAB_KERNEL: 6.12, latest (Debian unstable's cloud kernel) or a
+    # directory with a kernel the user built.
+    env = dict(os.environ, MPNVME_LAB_BINARIES=" ".join(binaries), MPNVME_LAB_MEM="1536", MPNVME_LAB_TIMEOUT="300",
+               MPNVME_LAB_KERNEL=kernel)
+    # The kernel package is fetched (once) from this machine's network;
+    # then the guest's user-mode network stays in a namespace of its own:
+    # nothing it does reaches this machine's network.
+    kernel_mptcp = kernel_mptcp_host(prepare(kernel, env))
+    if kernel_mptcp:  # the kernel's own NVMe over MPTCP beside the engine's, for each kernel TCP cell
+        shape = dataclasses.replace(shape, cells=chosen + [("kernel", "mptcp", p) for side, t, p in chosen
+                                                           if side == "kernel" and t == "tcp"])
+        chosen = shape.cells
     plan = []
     for cond in conditions:
         for side, transport, pol in chosen:
@@ -133,19 +164,9 @@ def execute(shape, runs, work, kernel, name="guest"):
     setup = gdir / "setup.sh"
     setup.write_text("/usr/local/bin/bash /files/guest-bench.sh > /dev/console 2>&1 &\n")
     files = [gdir / "plan", gdir / "params", common.LAB, HERE / "guest-seed.fio", HERE / "guest-bench.sh"]
-    binaries = guest_binaries()
+    env["MPNVME_LAB_FILES"] = " ".join(map(str, files))
     state = gdir / "lab"
     netns = f"mpnvme-bench{os.getpid()}"
-    # MPNVME_LAB_KERNEL: 6.12, latest (Debian unstable's cloud kernel) or a
-    # directory with a kernel the user built.
-    env = dict(os.environ, MPNVME_LAB_BINARIES=" ".join(binaries), MPNVME_LAB_FILES=" ".join(map(str, files)),
-               MPNVME_LAB_MEM="1536", MPNVME_LAB_TIMEOUT="300", MPNVME_LAB_KERNEL=kernel)
-    # The kernel package is fetched (once) from this machine's network;
-    # then the guest's user-mode network stays in a namespace of its own:
-    # nothing it does reaches this machine's network.
-    r = subprocess.run([str(LABSH), "prepare"], capture_output=True, text=True, env=env)
-    if r.returncode:
-        common.die(f"the kernel lab could not be prepared: {r.stderr.strip()[-1500:]}")
     subprocess.run(["ip", "netns", "add", netns], check=True)
     console = state / "console.log"
     started = time.monotonic()
@@ -178,6 +199,7 @@ def execute(shape, runs, work, kernel, name="guest"):
         subprocess.run(["ip", "netns", "del", netns], capture_output=True)
     res = parse(text, shape, runs, boot_s, time.monotonic() - started)
     res["kernel_asked"] = kernel
+    res["kernel_mptcp_host"] = kernel_mptcp
     return res
 
 
@@ -241,6 +263,25 @@ def fmt(d, line):
     return f"{m:.1f} ({m / line:.2f})"
 
 
+def kernel_mptcp_table(res, by, ratio, line):
+    """The kernel's own NVMe over MPTCP beside the engine's, where the guest
+    kernel's NVMe host has the mptcp transport; otherwise a line saying so."""
+    if not res.get("kernel_mptcp_host"):
+        return ["", f"Linux {guest_kernel(res)}'s NVMe host has no mptcp transport (the NVMe-over-MPTCP series is not in "
+                "it): the kernel cells are TCP only. `--kernel PATH` with a kernel built with the series adds them."]
+    lines = ["", "The kernel's own NVMe over MPTCP (this kernel's NVMe host has the mptcp transport; mpnvme-nvmet connect "
+             "--trtype mptcp) beside the engine over MPTCP:", "",
+             "| condition | iopolicy | kernel mptcp read | engine mptcp read | engine / kernel | kernel mptcp write | "
+             "engine mptcp write | engine / kernel |", "|---|---|---|---|---|---|---|---|"]
+    for (cond, side, transport, pol), k in sorted(by.items()):
+        e = by.get((cond, "engine", "mptcp", pol))
+        if side != "kernel" or transport != "mptcp" or not e:
+            continue
+        lines.append(f"| {cond} | {pol} | {fmt(k['randread'], line)} | {fmt(e['randread'], line)} | {ratio(e['randread'], k['randread'])} | "
+                     f"{fmt(k['randwrite'], line)} | {fmt(e['randwrite'], line)} | {ratio(e['randwrite'], k['randwrite'])} |")
+    return lines
+
+
 def report(res, runs):
     line = res["line_mib_s"]
     pub_line = mbit_to_mib_s(4000)  # the published setup: 4 x 1 Gbit
@@ -284,6 +325,7 @@ def report(res, runs):
             one.append(f"| {cond} | {fmt(c['randread'], line)} | {fmt(c['randwrite'], line)} |")
     if len(one) > 5:  # rows beyond the header: --full ran the one-connection cells
         lines += one
+    lines += kernel_mptcp_table(res, by, ratio, line)
     lines += controls_table(res, by, ratio)
     def lossless(transports):
         return [c[rw]["mib_s"]["median"] / line for c in res["cells"] if c["condition"] == "lossless"
