@@ -336,7 +336,14 @@ def steady_mib_s(paths):
 def log_rate(paths):
     """The rate of fio interval logs (bandwidth: KiB/s; IOPS: I/Os per
     second), the first interval left out, as what the later intervals
-    moved (rate x length) over their time, summed over the jobs."""
+    moved (rate x length) over their time, summed over the jobs.
+
+    fio writes no row for an interval in which nothing completed, and the
+    row after such a gap holds the rate of its own interval only: it is
+    credited with one interval (the log's usual spacing), and the gap with
+    nothing, not with the row's rate over the whole gap (a job that stalled
+    for a second then read above the line). A row that comes a little late
+    (up to half an interval) keeps its own length, as fio measured it."""
     if not paths:
         die("no fio interval log to read (did the job write one?)")
     total = 0.0
@@ -348,7 +355,9 @@ def log_rate(paths):
             # Too short to measure: a silent skip would report the other
             # jobs' throughput as the whole.
             die(f"{p}: {len(t)} interval log row(s), at least 3 needed (run longer)")
-        moved = sum(rate[i] * (t[i] - t[i - 1]) / 1000 for i in range(1, len(t)))
+        spans = [t[i] - t[i - 1] for i in range(1, len(t))]
+        usual = statistics.median(spans)
+        moved = sum(r * (s if s <= 1.5 * usual else usual) / 1000 for r, s in zip(rate[1:], spans))
         total += moved / ((t[-1] - t[0]) / 1000)
     return total
 

@@ -41,9 +41,12 @@ BWLOG=(--write_bw_log=/tmp/bw --log_avg_msec=500)
 # which says why neither fio's own figure nor the mean of the rates).
 # steady [FROM_MS]: the same over the intervals that end after FROM_MS
 # (the second half of a run: whether it was still ramping up).
+# A row after intervals fio left out (nothing completed) is credited with
+# one interval, as in common.py's log_rate.
 steady() {
-  awk -F, -v from="${1:-0}" 'FNR == 1 { if (span > 0) total += kib / span; kib = 0; span = 0; first = -1 }
-    FNR > 1 && $1 > from { if (first < 0) first = prev; kib += $2 * ($1 - prev) / 1000; span = ($1 - first) / 1000 } { prev = $1 }
+  awk -F, -v from="${1:-0}" -v every=500 'FNR == 1 { if (span > 0) total += kib / span; kib = 0; span = 0; first = -1 }
+    FNR > 1 && $1 > from { if (first < 0) first = prev; d = $1 - prev; if (d > 1.5 * every) d = every
+      kib += $2 * d / 1000; span = ($1 - first) / 1000 } { prev = $1 }
     END { if (span > 0) total += kib / span; print total / 1024 }' /tmp/bw_bw.*.log
 }
 
