@@ -186,11 +186,13 @@ class WireSampler(Samples):
     def mib_s(self, t0, t1):
         return self.between(t0, t1) / (t1 - t0) / 1048576
 
-    def first_byte(self):
-        """When bytes first moved (the connections are up), or None."""
-        for (_, v0), (t1, v1) in zip(self.samples, self.samples[1:]):
-            if v1 > v0:
-                return t1
+    def first_flow(self, line_mib_s):
+        """When data first moved at a quarter of the line or more (the
+        connections are up and I/O runs; set-up before it moves only a few
+        capsules), or None."""
+        for (t0, v0), (t1, v1) in zip(self.samples, self.samples[1:]):
+            if t1 > t0 and (v1 - v0) / (t1 - t0) / 1048576 >= 0.25 * line_mib_s:
+                return t0
         return None
 
     def holes(self, t0, t1, line_mib_s, shortest_s=0.25):
@@ -213,9 +215,27 @@ class WireSampler(Samples):
 
 def fio_window(result, ddir):
     """The wall-clock window fio measured a job's `ddir` in: its runtime
-    (after ramp_time), ending when fio wrote its JSON (timestamp_ms)."""
+    (after ramp_time), ending when fio wrote its JSON (timestamp_ms). It
+    includes the time the commands in flight took to complete after the
+    time was up: on a slow path that can be seconds."""
     end = result["timestamp_ms"] / 1000
     return end - result["jobs"][0][ddir]["runtime"] / 1000, end
+
+
+def log_window(result, ddir, paths):
+    """The wall-clock window log_rate measures in: from the first row to
+    the last of the jobs' interval logs (their times count from the end of
+    the ramp, where fio's runtime starts), not the drain after them."""
+    start = fio_window(result, ddir)[0]
+    firsts, lasts = [], []
+    for p in paths:
+        t = [int(line.split(",")[0]) for line in p.read_text().splitlines() if line.strip()]
+        if t:
+            firsts.append(t[0])
+            lasts.append(t[-1])
+    if not firsts:
+        die("no fio interval log to take the window from")
+    return start + min(firsts) / 1000, start + max(lasts) / 1000
 
 
 def wait_ready(log, proc, seconds=10, line="mpnvme-target: ready", what="mpnvme-target"):

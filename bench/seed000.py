@@ -106,17 +106,21 @@ class MatrixLab:
         job = result["jobs"][0]
         ddir = "read" if rw == "randread" else "write"
         d = job[ddir]
-        # The target's CPU and the wire over the window fio counted the bytes in.
-        window = common.fio_window(result, ddir)
-        target_cpu = sampler.between(*window)
+        # The target's CPU over the window fio counted its bytes in (the
+        # drain after the time is up included: so are its bytes); the wire
+        # over the window of the bandwidth log the cell's rate comes from.
+        target_cpu = sampler.between(*common.fio_window(result, ddir))
+        logs = sorted(self.work.glob(f"{tag}-bw_bw.*.log"))
+        window = common.log_window(result, ddir, logs)
         wire = wire_sampler.mib_s(*window)
-        # Stalls on the wire: in the ramp (from the first byte), and in the
-        # window, where they lower the cell.
-        first = wire_sampler.first_byte() or window[0]
+        # Stalls on the wire: in the ramp (once I/O first ran at a quarter
+        # of the line: set-up before it is not a stall), and in the window,
+        # where they lower the cell.
+        first = wire_sampler.first_flow(self.line_mib_s()) or window[0]
         stalls = {"ramp": wire_sampler.holes(first, window[0], self.line_mib_s()),
                   "window": wire_sampler.holes(*window, self.line_mib_s())}
         fio_cpu = (job["usr_cpu"] + job["sys_cpu"]) / 100 * d["runtime"] / 1000
-        steady = common.steady_mib_s(sorted(self.work.glob(f"{tag}-bw_bw.*.log")))
+        steady = common.steady_mib_s(logs)
         return {"steady": steady, "fio_cpu": fio_cpu, "target_cpu": target_cpu, "bytes": d["io_bytes"], "wire": wire,
                 "fio_mib_s": d["bw_bytes"] / 1048576, "path_bytes": per_path, "subflows": common.path_subflows(stats),
                 "stalls": stalls}
@@ -416,7 +420,7 @@ def report(res, runs, plots):
               "ramp did not outlast, or a later one), which lowers the cell."]
     ramp = sum(c[rw].get("stalls", {}).get("ramp", 0) for c in res["matrix"] + res["extra"] for rw in ("randread", "randwrite"))
     runs = sum(c[rw].get("runs", 0) for c in res["matrix"] + res["extra"] for rw in ("randread", "randwrite"))
-    lines += ["", f"Stalls in the ramp (before the window, from the first byte on the wire): {ramp} of {runs} engine runs."]
+    lines += ["", f"Stalls in the ramp (before the window, once I/O first ran at a quarter of the line): {ramp} of {runs} engine runs."]
     lines += [""] + [f"![{p.stem}]({p.name})" for p in plots]
     return "\n".join(lines) + "\n"
 
