@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # bench/ is the checkout's
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bench"))
 import common  # noqa: E402
 
@@ -44,7 +45,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check("two jobs", common.log_rate([log(d, "d.1.log", [(500, 0), (1000, 300), (1500, 300)]),
                                        log(d, "d.2.log", [(500, 0), (1000, 200), (1500, 200)])]), 500)
     # Two rows are not a measurement: refused, naming the file.
-    r = subprocess.run([sys.executable, "-c", f"import sys; sys.path.insert(0, {str(common.ROOT / 'bench')!r}); import common; "
+    r = subprocess.run([sys.executable, "-c", f"import sys; sys.dont_write_bytecode = True; sys.path.insert(0, {str(common.ROOT / 'bench')!r}); import common; "
                         f"common.log_rate([__import__('pathlib').Path({str(log(d, 'e.1.log', [(500, 1), (1000, 1)]))!r})])"],
                        capture_output=True, text=True)
     refused = r.returncode != 0 and "e.1.log" in r.stdout + r.stderr and "at least 3" in r.stdout + r.stderr
