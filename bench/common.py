@@ -118,7 +118,7 @@ class Samples:
         self.samples = []
 
     def at(self, t):
-        """CPU seconds at wall-clock time t, interpolated between samples."""
+        """The value at wall-clock time t, interpolated between samples."""
         s = self.samples
         if t <= s[0][0]:
             return s[0][1]
@@ -154,14 +154,16 @@ class CpuSampler(Samples):
 
 
 class WireSampler(Samples):
-    """The bytes a lab's host side received (reads) or sent (writes) over all
-    its paths, every 100 ms against wall-clock time, by one shell loop in the
-    host namespace: the wire over the window fio measured in. An engine
-    figure above it holds data the paths carried before the window (socket
-    buffers, MPTCP's out-of-order queue)."""
+    """The bytes a lab's host side received (reads) or sent (writes) on each
+    of its paths, every 100 ms against wall-clock time, by one shell loop in
+    the host namespace: the wire over the window fio measured in, and each
+    path's bytes over the whole run. An engine figure above the wire holds
+    data the paths carried before the window (socket buffers, MPTCP's
+    out-of-order queue)."""
 
     def __init__(self, name, paths, read):
         super().__init__()
+        self.per_path = []  # [(time, [bytes of each path])]; samples hold their sums
         ns = lab(name, "names").split()[0]
         key = "rx_bytes" if read else "tx_bytes"
         files = " ".join(f"/sys/class/net/h{p}/statistics/{key}" for p in range(1, paths + 1))
@@ -174,14 +176,29 @@ class WireSampler(Samples):
         for line in self._proc.stdout:
             fields = line.split()
             if len(fields) >= 2:
-                self.samples.append((float(fields[0]), sum(int(x) for x in fields[1:])))
+                values = [int(x) for x in fields[1:]]
+                self.per_path.append((float(fields[0]), values))
+                self.samples.append((float(fields[0]), sum(values)))
 
     def stop(self):
+        """After one more sample (the run's last bytes in it), or a second."""
+        now, deadline = time.time(), time.time() + 1
+        while not (self.samples and self.samples[-1][0] > now) and time.time() < deadline:
+            time.sleep(0.02)
         self._proc.terminate()
         self._proc.wait()
         self._thread.join()
         if len(self.samples) < 2:
             die("the wire sampler read no counters")
+
+    def path_bytes(self):
+        """Each path's bytes from the first sample to the last."""
+        return [b - a for a, b in zip(self.per_path[0][1], self.per_path[-1][1])]
+
+    @staticmethod
+    def _mib_s(a, b):
+        """MiB/s between two (time, bytes) samples."""
+        return (b[1] - a[1]) / (b[0] - a[0]) / 1048576 if b[0] > a[0] else 0.0
 
     def mib_s(self, t0, t1):
         return self.between(t0, t1) / (t1 - t0) / 1048576
@@ -190,9 +207,9 @@ class WireSampler(Samples):
         """When data first moved at a quarter of the line or more (the
         connections are up and I/O runs; set-up before it moves only a few
         capsules), or None."""
-        for (t0, v0), (t1, v1) in zip(self.samples, self.samples[1:]):
-            if t1 > t0 and (v1 - v0) / (t1 - t0) / 1048576 >= 0.25 * line_mib_s:
-                return t0
+        for a, b in zip(self.samples, self.samples[1:]):
+            if self._mib_s(a, b) >= 0.25 * line_mib_s:
+                return a[0]
         return None
 
     def holes(self, t0, t1, line_mib_s, shortest_s=0.25):
@@ -200,13 +217,13 @@ class WireSampler(Samples):
         which the paths carried under 5 % of the line; [(start, seconds)]."""
         out, start = [], None
         pts = [(t, v) for t, v in self.samples if t0 <= t <= t1]
-        for (ta, va), (tb, vb) in zip(pts, pts[1:]):
-            slow = tb > ta and (vb - va) / (tb - ta) / 1048576 < 0.05 * line_mib_s
+        for a, b in zip(pts, pts[1:]):
+            slow = b[0] > a[0] and self._mib_s(a, b) < 0.05 * line_mib_s
             if slow and start is None:
-                start = ta
+                start = a[0]
             if not slow and start is not None:
-                if ta - start >= shortest_s:
-                    out.append((start, ta - start))
+                if a[0] - start >= shortest_s:
+                    out.append((start, a[0] - start))
                 start = None
         if start is not None and pts and pts[-1][0] - start >= shortest_s:
             out.append((start, pts[-1][0] - start))
@@ -414,10 +431,10 @@ def fio_json(path):
 
 
 NSTAT_COUNTERS = ("MPTcpExtMPTCPRetrans", "MPTcpExtMPJoinSynRx", "MPTcpExtMPJoinAckRx", "MPTcpExtMPJoinSynAckRx",
-            "MPTcpExtOFOQueue", "MPTcpExtOFOMerge", "MPTcpExtDuplicateData", "MPTcpExtRcvPruned", "MPTcpExtSubflowStale",
-            "MPTcpExtSubflowRecover", "MPTcpExtRcvWndShared", "MPTcpExtRcvWndConflict", "TcpExtTCPOFOQueue",
-            "TcpExtPruneCalled", "TcpExtTCPRcvQDrop", "TcpRetransSegs", "TcpExtTCPLostRetransmit", "TcpExtTCPTimeouts",
-                  "MPTcpExtRmSubflow", "MPTcpExtMPFailTx", "MPTcpExtMPRstTx")
+                  "MPTcpExtOFOQueue", "MPTcpExtOFOMerge", "MPTcpExtDuplicateData", "MPTcpExtRcvPruned",
+                  "MPTcpExtSubflowStale", "MPTcpExtSubflowRecover", "MPTcpExtRcvWndShared", "MPTcpExtRcvWndConflict",
+                  "TcpExtTCPOFOQueue", "TcpExtPruneCalled", "TcpExtTCPRcvQDrop", "TcpRetransSegs",
+                  "TcpExtTCPLostRetransmit", "TcpExtTCPTimeouts", "MPTcpExtRmSubflow", "MPTcpExtMPFailTx", "MPTcpExtMPRstTx")
 
 
 def nstat(lab, side):

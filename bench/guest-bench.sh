@@ -34,7 +34,8 @@ say() { echo "BENCH $*"; }
 failed() { say "$1 {\"failed\": \"$(tr '\n"\\' '   ' <<<"$2")\"}"; }
 
 # The runs' throughput logs: 500 ms samples from the end of the ramp.
-BWLOG=(--write_bw_log=/tmp/bw --log_avg_msec=500)
+BWLOG_MS=500
+BWLOG=(--write_bw_log=/tmp/bw --log_avg_msec=$BWLOG_MS)
 
 # steady: MiB/s from the jobs' bandwidth logs after their first interval,
 # each interval weighted by its length (as bench/common.py's steady_mib_s,
@@ -44,7 +45,7 @@ BWLOG=(--write_bw_log=/tmp/bw --log_avg_msec=500)
 # A row after intervals fio left out (nothing completed) is credited with
 # one interval, as in common.py's log_rate.
 steady() {
-  awk -F, -v from="${1:-0}" -v every=500 'FNR == 1 { if (span > 0) total += kib / span; kib = 0; span = 0; first = -1 }
+  awk -F, -v from="${1:-0}" -v every=$BWLOG_MS 'FNR == 1 { if (span > 0) total += kib / span; kib = 0; span = 0; first = -1 }
     FNR > 1 && $1 > from { if (first < 0) first = prev; d = $1 - prev; if (d > 1.5 * every) d = every
       kib += $2 * d / 1000; span = ($1 - first) / 1000 } { prev = $1 }
     END { if (span > 0) total += kib / span; print total / 1024 }' /tmp/bw_bw.*.log

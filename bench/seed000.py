@@ -97,9 +97,7 @@ class MatrixLab:
                f"--output={out}", f"--path_stats={stats}", *self.fio_extra, *extra]
         sampler = common.CpuSampler(self.target.pid)
         wire_sampler = common.WireSampler(self.name, self.paths, rw == "randread")
-        w0 = self.wire_bytes(rw)
         common.run_fio(cmd, tag, cwd=self.work)
-        per_path = [b - a for a, b in zip(w0, self.wire_bytes(rw))]
         sampler.stop()
         wire_sampler.stop()
         result = common.fio_json(out)
@@ -122,7 +120,7 @@ class MatrixLab:
         fio_cpu = (job["usr_cpu"] + job["sys_cpu"]) / 100 * d["runtime"] / 1000
         steady = common.steady_mib_s(logs)
         return {"steady": steady, "fio_cpu": fio_cpu, "target_cpu": target_cpu, "bytes": d["io_bytes"], "wire": wire,
-                "fio_mib_s": d["bw_bytes"] / 1048576, "path_bytes": per_path, "subflows": common.path_subflows(stats),
+                "fio_mib_s": d["bw_bytes"] / 1048576, "path_bytes": wire_sampler.path_bytes(), "subflows": common.path_subflows(stats),
                 "stalls": stalls}
 
     def control(self, transport, rw, runtime, ramp, paths=None):
@@ -197,13 +195,14 @@ def path_cut(lab, tag, transport, iopolicy, seconds, paths=None):
            f"--path_stats={stats}", "--output-format=json", f"--output={out}"]
     for side in ("host", "target"):
         common.nstat(lab.name, side)  # reset the history: the next read is the first third's
-    wire = [lab.wire_bytes("randread")]
+    wire = [(time.monotonic(), lab.wire_bytes("randread"))]
     phases = []
 
     def phase(name):
         counters = {side: common.nstat(lab.name, side) for side in ("host", "target")}
-        wire.append(lab.wire_bytes("randread"))
-        phases.append({"phase": name, "wire_mib_per_path": [(b - a) / 1048576 for a, b in zip(wire[-2], wire[-1])],
+        wire.append((time.monotonic(), lab.wire_bytes("randread")))
+        (t0, w0), (t1, w1) = wire[-2:]
+        phases.append({"phase": name, "seconds": t1 - t0, "wire_mib_per_path": [(b - a) / 1048576 for a, b in zip(w0, w1)],
                        "counters": {side: {k: counters[side][k] for k in CUT_COUNTERS} for side in counters}})
 
     fio = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=lab.work, env=common.fio_env())
@@ -443,7 +442,6 @@ def cut_report(cuts):
               "| transport | endpoints | third | MiB per path | wire MiB/s | MPTCP retransmits | stale subflows | recovered subflows "
               "| TCP timeouts | duplicate data |", "|---|---|---|---|---|---|---|---|---|---|"]
     for c in cuts:
-        third = (c["back_at_s"] - c["cut_at_s"])
         for ph in c.get("phases", []):
             k = ph["counters"]
 
@@ -451,7 +449,7 @@ def cut_report(cuts):
                 return f"{k['target'][name]} / {k['host'][name]}"
 
             lines.append(f"| {c['transport']} | {c.get('endpoints', common.ENDPOINTS)} | {ph['phase']} | "
-                         + "/".join(f"{v:.0f}" for v in ph["wire_mib_per_path"]) + f" | {sum(ph['wire_mib_per_path']) / third:.0f} | "
+                         + "/".join(f"{v:.0f}" for v in ph["wire_mib_per_path"]) + f" | {sum(ph['wire_mib_per_path']) / ph['seconds']:.0f} | "
                          f"{both('MPTcpExtMPTCPRetrans')} | {both('MPTcpExtSubflowStale')} | {both('MPTcpExtSubflowRecover')} | "
                          f"{both('TcpExtTCPTimeouts')} | {both('MPTcpExtDuplicateData')} |")
     return lines
