@@ -315,15 +315,14 @@ void Reactor::handshake_done(Conn &c) {
 }
 
 // One turn over the sockets: receive what is there, then send what the
-// commands produced. True when anything arrived. While spinning, a hot
-// connection (bytes within kHot) is read without waiting for its readiness
-// report: a receive made right after the report meets the sender's softirq
-// still holding the socket lock (perf: 39% of the target's time in the
-// lock's slow path), while a receive in progress when the data arrives
-// makes the softirq leave the packet to the receiver (the socket backlog)
-// instead. Idle connections (an admin queue) wait for their report: a
-// receive costs a system call, and at QD1 a turn that read every
-// connection and asked the ring for events took three.
+// commands produced. True when anything arrived. While spinning, the hot
+// connections (bytes within kHot) are checked with one poll(2) instead of
+// waiting for their readiness reports, and only those with data are read:
+// poll reads the socket's state without its lock, where a receive on an
+// empty socket takes it and met the sender's softirq holding it (perf: up
+// to 39% of the target's time in the lock's slow path), and at QD1 a turn
+// that read every connection and asked the ring for events cost three
+// system calls. Idle connections (an admin queue) wait for their report.
 bool Reactor::serve_sockets(bool spinning, std::chrono::steady_clock::time_point now) {
   bool got = false;
   unread_ = false;

@@ -73,7 +73,7 @@ private:
     bool write_armed = false; // a POLLOUT after a send that would block
     bool shut = false, cancelled = false;
     std::chrono::steady_clock::time_point close_deadline{};
-    std::chrono::steady_clock::time_point last_data{}; // when a receive last got bytes: hot connections are read every turn
+    std::chrono::steady_clock::time_point last_data{}; // when a receive last got bytes: hot ones are polled every turn
   };
   struct Listener {
     int fd;
@@ -124,9 +124,10 @@ private:
   bool wake_armed_ = false, tick_armed_ = false;
   __kernel_timespec tick_ts_{0, 100 * 1000 * 1000};
   IdleSpin spin_;
-  // A spinning turn is one receive per hot connection; what the ring
-  // reports (readiness of idle connections, accepts, the tick) is fetched
-  // every kEventsEvery, or every turn while file I/O or a POLLOUT waits.
+  // A spinning turn is one poll(2) of the hot connections and a receive
+  // from those with data; what the ring reports (readiness of idle
+  // connections, accepts, the tick) is fetched every kEventsEvery, or
+  // every turn while file I/O or a POLLOUT waits.
   static constexpr std::chrono::microseconds kEventsEvery{10};
   static constexpr std::chrono::milliseconds kHot{1};
   std::chrono::steady_clock::time_point last_events_{};
