@@ -40,7 +40,10 @@ Reactor::Reactor(Registry &reg, unsigned id, std::atomic<bool> &stop)
   // then costs the sender's softirq no IPI while it holds the socket lock
   // the loop's next receive needs. DEFER_TASKRUN needs one submitting
   // thread, the loop's: the ring is enabled in run().
-  const unsigned flags = IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED;
+  // TASKRUN_FLAG: the kernel marks the ring when task work (a completion
+  // not yet posted) waits, so a spinning loop enters only then.
+  const unsigned flags =
+      IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_R_DISABLED;
   if (int rc = io_uring_queue_init(kRingEntries, &ring_, flags); rc < 0)
     throw std::runtime_error(fmt::format("io_uring_queue_init: {}", strerror(-rc)));
   wake_fd_ = eventfd(0, EFD_CLOEXEC);
@@ -93,7 +96,6 @@ void Reactor::arm_writable(Conn &c) {
   io_uring_prep_poll_add(s, c.c->fd(), POLLOUT);
   io_uring_sqe_set_data(s, &c.writable_op);
   c.write_armed = true;
-  writes_armed_++;
 }
 
 void Reactor::arm_wake() {
@@ -179,7 +181,6 @@ void Reactor::submit_file(Connection &c, uint16_t slot, FileOp op, int fd, uint8
   case FileOp::WriteZeroes: io_uring_prep_fallocate(s, fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, off, len); break;
   }
   io_uring_sqe_set_data(s, &o);
-  files_in_flight_++;
 }
 
 // Received in place: the connection says where the next bytes go (a
@@ -314,6 +315,28 @@ void Reactor::handshake_done(Conn &c) {
              in_kernel ? "records in the kernel" : "records in user space", identity);
 }
 
+// While spinning, a hot connection is polled by every turn, so a readiness
+// report for it would only make the sender's softirq queue task work and
+// the loop enter the ring and receive once more for nothing (one enter and
+// one recvmsg per QD1 command): its report is cancelled while it stays hot
+// and re-armed when it cools or before the loop sleeps. A report armed on a
+// socket with data waiting fires at once, so no arrival is missed.
+bool Reactor::polled_by_turn(const Conn &c, bool spinning, std::chrono::steady_clock::time_point now) {
+  return spinning && c.stream && !c.shut && now - c.last_data < kHot;
+}
+
+void Reactor::update_readiness(bool spinning, std::chrono::steady_clock::time_point now) {
+  for (Conn &c : conns_) {
+    if (c.shut) continue;
+    if (!polled_by_turn(c, spinning, now)) {
+      arm_readable(c); // nothing while the cancel of its last one is in flight
+    } else if (c.read_armed && !c.read_cancelling) {
+      cancel(c.readable_op);
+      c.read_cancelling = true;
+    }
+  }
+}
+
 // One turn over the sockets: receive what is there, then send what the
 // commands produced. True when anything arrived. While spinning, the hot
 // connections (bytes within kHot) are checked with one poll(2) instead of
@@ -330,13 +353,16 @@ bool Reactor::serve_sockets(bool spinning, std::chrono::steady_clock::time_point
     hot_fds_.clear();
     hot_.clear();
     for (Conn &c : conns_)
-      if (!c.readable && c.stream && !c.shut && now - c.last_data < kHot) {
+      if (!c.readable && polled_by_turn(c, spinning, now)) {
         hot_fds_.push_back({c.c->fd(), POLLIN | POLLRDHUP, 0});
         hot_.push_back(&c);
       }
     if (!hot_fds_.empty() && ::poll(hot_fds_.data(), hot_fds_.size(), 0) > 0)
       for (size_t i = 0; i < hot_fds_.size(); i++)
-        if (hot_fds_[i].revents) hot_[i]->readable = true;
+        if (const short ev = hot_fds_[i].revents) {
+          hot_[i]->readable = true;
+          if (ev & (POLLRDHUP | POLLHUP)) hot_[i]->peer_done = true;
+        }
   }
   for (Conn &c : conns_) {
     if (c.readable) {
@@ -403,13 +429,17 @@ void Reactor::on_readiness(Op &op, int res, unsigned flags) {
   Conn &c = *op.conn;
   if (op.kind == Op::Writable) {
     c.write_armed = false;
-    writes_armed_--;
     if (res >= 0) send(c);
     return;
   }
-  if (!(flags & IORING_CQE_F_MORE)) c.read_armed = false; // a multishot poll can end (e.g. on CQ overflow)
+  if (!(flags & IORING_CQE_F_MORE)) { // a multishot poll can end (cancelled, or on CQ overflow)
+    c.read_armed = false;
+    if (std::exchange(c.read_cancelling, false)) return; // the turn polls it; update_readiness re-arms it
+  }
   if (res >= 0) {
-    c.readable = true;
+    // A hot connection's report, still in flight when it was cancelled:
+    // the turn's poll(2) sees the same bytes.
+    if (!polled_by_turn(c, spinning_, turn_start_)) c.readable = true;
     // The host's FIN is queued behind data: a receive that leaves room is
     // then not the end of what there is to read, the end of stream is.
     if (res & (POLLRDHUP | POLLHUP)) c.peer_done = true;
@@ -439,10 +469,7 @@ void Reactor::on_cqe(io_uring_cqe *cqe) {
   case Op::Accept: on_accept(*op, res); break;
   case Op::Readable:
   case Op::Writable: on_readiness(*op, res, cqe->flags); break;
-  case Op::File:
-    files_in_flight_--;
-    op->conn->c->on_file_done(op->slot, res);
-    break;
+  case Op::File: op->conn->c->on_file_done(op->slot, res); break;
   case Op::Wake: on_wake(); break;
   case Op::Tick:
     tick_armed_ = false;
@@ -491,7 +518,7 @@ void Reactor::reap() {
       if (!unsent || now > c.close_deadline || stop_) shut(c);
     }
     if (c.shut && !c.cancelled) {
-      if (c.read_armed) cancel(c.readable_op);
+      if (c.read_armed && !c.read_cancelling) cancel(c.readable_op);
       if (c.write_armed) cancel(c.writable_op);
       c.cancelled = true;
     }
@@ -512,17 +539,15 @@ void Reactor::reap() {
 
 // --poll, or while work came recently: hand new requests to the kernel and
 // collect completions without sleeping; otherwise sleep until one arrives.
-void Reactor::wait_for_work(bool spin, std::chrono::steady_clock::time_point now) {
+// Readiness, file completions, accepts and the tick arrive as task work,
+// which only an enter runs: the kernel flags the ring when some waits
+// (IORING_SQ_TASKRUN), so a spinning turn makes no system call when there
+// is none (a fixed 10 us period had cost one enter per QD1 command).
+void Reactor::wait_for_work(bool spin) {
   if (spin) {
     io_uring_submit(&ring_); // a system call only when there are requests
-    // Readiness and file completions arrive as task work: run it without
-    // waiting, every turn while file I/O or a POLLOUT is what a connection
-    // waits for, every kEventsEvery otherwise.
-    const bool due = files_in_flight_ || writes_armed_ || now - last_events_ >= kEventsEvery;
-    if (due && !io_uring_cq_ready(&ring_)) {
-      io_uring_get_events(&ring_);
-      last_events_ = now;
-    }
+    const unsigned pending = IO_URING_READ_ONCE(*ring_.sq.kflags) & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW);
+    if (pending && !io_uring_cq_ready(&ring_)) io_uring_get_events(&ring_);
   } else {
     io_uring_submit_and_wait(&ring_, 1);
   }
@@ -550,7 +575,10 @@ void Reactor::run() {
   while (!finished()) {
     const auto now = std::chrono::steady_clock::now();
     const bool spinning = poll_ || unread_ || spin_.spinning(now);
-    wait_for_work(spinning, now);
+    spinning_ = spinning;
+    turn_start_ = now;
+    update_readiness(spinning, now);
+    wait_for_work(spinning);
     drain_completions();
     if (serve_sockets(spinning, now)) spin_.work(std::chrono::steady_clock::now());
     if (stop_ && !stopping) { // once: close everything and take back what the ring holds

@@ -67,10 +67,11 @@ private:
     bool detect = false;
     Op readable_op{Op::Readable}, writable_op{Op::Writable};
     std::vector<Op> file_ops;
-    bool readable = true;     // data may be waiting (a readiness report, or the last receive filled its buffers)
-    bool peer_done = false;   // the host shut its side: read on until the end of stream
-    bool read_armed = false;  // the multishot POLLIN is in the ring
-    bool write_armed = false; // a POLLOUT after a send that would block
+    bool readable = true;         // data may be waiting (a readiness report, or the last receive filled its buffers)
+    bool peer_done = false;       // the host shut its side: read on until the end of stream
+    bool read_armed = false;      // the multishot POLLIN is in the ring
+    bool read_cancelling = false; // hot while spinning: its POLLIN's cancel is in flight
+    bool write_armed = false;     // a POLLOUT after a send that would block
     bool shut = false, cancelled = false;
     std::chrono::steady_clock::time_point close_deadline{};
     std::chrono::steady_clock::time_point last_data{}; // when a receive last got bytes: hot ones are polled every turn
@@ -91,7 +92,9 @@ private:
   void arm_wake();
   void arm_tick();
   void cancel(Op &op);
-  void wait_for_work(bool spin, std::chrono::steady_clock::time_point now);
+  void wait_for_work(bool spin);
+  static bool polled_by_turn(const Conn &c, bool spinning, std::chrono::steady_clock::time_point now);
+  void update_readiness(bool spinning, std::chrono::steady_clock::time_point now);
   unsigned drain_completions();
   void on_cqe(io_uring_cqe *cqe);
   void on_accept(Op &op, int res);
@@ -126,12 +129,11 @@ private:
   IdleSpin spin_;
   // A spinning turn is one poll(2) of the hot connections and a receive
   // from those with data; what the ring reports (readiness of idle
-  // connections, accepts, the tick) is fetched every kEventsEvery, or
-  // every turn while file I/O or a POLLOUT waits.
-  static constexpr std::chrono::microseconds kEventsEvery{10};
+  // connections, accepts, file I/O, the tick) is fetched when the kernel
+  // flags it.
   static constexpr std::chrono::milliseconds kHot{1};
-  std::chrono::steady_clock::time_point last_events_{};
-  unsigned files_in_flight_ = 0, writes_armed_ = 0;
+  bool spinning_ = false; // this turn's mode and start, for the reports it reaps
+  std::chrono::steady_clock::time_point turn_start_{};
   std::vector<pollfd> hot_fds_;
   std::vector<Conn *> hot_;
   bool unread_ = false;               // a connection's receive rounds ran out with bytes left
