@@ -71,6 +71,62 @@ def floor_tool(args, server_cpu=TARGET_CPU, client_cpu=FIO_CPU):
 
 
 FLOOR_KEYS = ("p50_us", "p99_us", "per_second", "client_cpu_us_per_op", "server_cpu_us_per_op")
+# The raw round trip measured beside each round of a cell: one at a time for
+# QD1 (its p50), 32 outstanding for QD32 (its rate), busy-polling both.
+FLOOR_BESIDE = {"qd1": 1, "qd32": 32, "qd32-batched": 32}
+
+
+def floor_beside(transport, depth):
+    r = floor_tool(["rtt", "--transport", transport, "--wait", "busy", "--depth", str(depth),
+                    "--count", "20000" if depth == 1 else "200000"])
+    return {"p50_us": r["p50_us"], "per_second": r["per_second"]}
+
+
+@contextlib.contextmanager
+def stopped(pid):
+    """The process stopped (SIGSTOP) for the block, continued to end it."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+@contextlib.contextmanager
+def running(pid):
+    """A stopped process running for the block (None: nothing to do)."""
+    if pid is None:
+        yield
+        return
+    os.kill(pid, signal.SIGCONT)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGSTOP)
+
+
+def engine_cell(name, tmode, tr, mode, cell, floors):
+    """One row of the engine table from its runs; with the floors measured
+    beside them, each run's ratio to the floor of its own round: p50 / floor
+    p50 at QD1, IOPS / floor round trips per second at QD32."""
+    rows = cell["rows"]
+    ios = [r[0]["total_ios"] for r in rows]
+    e = {"workload": name, "target": tmode, "transport": tr, "poll": mode,
+         "iops": median_spread([r[0]["iops"] for r in rows]),
+         "mib_s": median_spread([r[0]["bw_bytes"] / 1048576 for r in rows]),
+         "p50_us": median_spread([r[0]["clat_ns"]["percentile"]["50.000000"] / 1000 for r in rows]),
+         "p99_us": median_spread([r[0]["clat_ns"]["percentile"]["99.000000"] / 1000 for r in rows]),
+         "fio_cpu_us_per_io": median_spread([r[1] * 1e6 / n for r, n in zip(rows, ios)]),
+         "target_cpu_us_per_io": median_spread([r[2] * 1e6 / n for r, n in zip(rows, ios)])}
+    if cell["controls"]:
+        e["control_mib_s"] = median_spread(cell["controls"])
+    if floors:
+        e["floor_beside"] = floors
+        if FLOOR_BESIDE[name] == 1:
+            e["per_floor"] = median_spread([p / f["p50_us"] for p, f in zip(e["p50_us"]["runs"], floors)])
+        else:
+            e["per_floor"] = median_spread([i / f["per_second"] for i, f in zip(e["iops"]["runs"], floors)])
+    return e
 
 
 def run(runs, seconds, work, smoke=False):
@@ -100,31 +156,38 @@ def run(runs, seconds, work, smoke=False):
     if smoke:
         workloads = [(n, o, ("block", "busy"), ("tcp",)) for n, o, _, _ in workloads[:2]] + [
             (n, o, ("block",), ("tcp",)) for n, o, _, _ in workloads[3:]]
-    for tmode, extra in (("event", []), ("poll", ["--poll"])):
-        with target(extra, work) as (port, pid):
-            for name, opts, modes, transports in workloads:
-                for tr in transports:
-                    for mode in modes:
-                        # a busy-polling engine job and a --poll target each hold a core
-                        check_placement((mode == "busy") + (tmode == "poll"), f"{name} target={tmode} poll={mode}")
-                        rows, controls = [], []
-                        for _ in range(runs):
-                            rows.append(fio(port, pid, opts + [f"--transport={tr}", f"--poll={mode}"], seconds, work))
+    # Both target modes run side by side and take turns within each round
+    # (the order alternating), with the raw round trip of the QD1 and QD32
+    # cells measured between them: these VMs drift by up to 1.7x within
+    # minutes, and a mode or floor measured ten minutes after the other
+    # compared the drift. The --poll target spins even when idle, so it is
+    # stopped while anything else is measured.
+    with target([], work) as (eport, epid), target(["--poll"], work) as (pport, ppid), stopped(ppid):
+        ports = {"event": (eport, epid, None), "poll": (pport, ppid, ppid)}
+        for name, opts, modes, transports in workloads:
+            for tr in transports:
+                for mode in modes:
+                    cells = {t: {"rows": [], "controls": []} for t in ports}
+                    floors = []
+                    for r in range(runs):
+                        order = ("event", "poll") if r % 2 == 0 else ("poll", "event")
+                        for i, tmode in enumerate(order):
+                            # a busy-polling engine job and a --poll target each hold a core
+                            check_placement((mode == "busy") + (tmode == "poll"), f"{name} target={tmode} poll={mode}")
+                            port, pid, to_wake = ports[tmode]
+                            with running(to_wake):
+                                cells[tmode]["rows"].append(fio(port, pid, opts + [f"--transport={tr}", f"--poll={mode}"], seconds, work))
                             if name.startswith("128k"):  # its ceiling, measured beside each run
-                                controls.append(paused(pid, lambda: read_control(tr, mode, seconds)))
-                        ios = [r[0]["total_ios"] for r in rows]
-                        res["engine"].append({
-                            "workload": name, "target": tmode, "transport": tr, "poll": mode,
-                            "iops": median_spread([r[0]["iops"] for r in rows]),
-                            "mib_s": median_spread([r[0]["bw_bytes"] / 1048576 for r in rows]),
-                            "p50_us": median_spread([r[0]["clat_ns"]["percentile"]["50.000000"] / 1000 for r in rows]),
-                            "p99_us": median_spread([r[0]["clat_ns"]["percentile"]["99.000000"] / 1000 for r in rows]),
-                            "fio_cpu_us_per_io": median_spread([r[1] * 1e6 / n for r, n in zip(rows, ios)]),
-                            "target_cpu_us_per_io": median_spread([r[2] * 1e6 / n for r, n in zip(rows, ios)]),
-                        } | ({"control_mib_s": median_spread(controls)} if controls else {}))
-                        print(f"  {name} target={tmode} {tr} poll={mode}: p50 {res['engine'][-1]['p50_us']['median']:.1f} us, "
-                              f"{res['engine'][-1]['iops']['median']:.0f} IOPS", flush=True)
+                                cells[tmode]["controls"].append(read_control(tr, mode, seconds))
+                            if i == 0 and name in FLOOR_BESIDE:
+                                floors.append(floor_beside(tr, FLOOR_BESIDE[name]))
+                    for tmode in ports:
+                        res["engine"].append(engine_cell(name, tmode, tr, mode, cells[tmode], floors))
+                        e = res["engine"][-1]
+                        print(f"  {name} target={tmode} {tr} poll={mode}: p50 {e['p50_us']['median']:.1f} us, "
+                              f"{e['iops']['median']:.0f} IOPS", flush=True)
     res["target_cost"] = target_cost(res)
+    res["poll_vs_event"] = poll_against_event(res)
     res["connect"] = connect_times(runs if not smoke else 1, work)
     res["tls"] = tls_cost.run(runs, seconds, work, fio, smoke)
     return res
@@ -176,16 +239,6 @@ def fio_once(port, opts, work):
     return r.stderr
 
 
-def paused(pid, measure):
-    """measure() with the target stopped: a --poll target spins on the CPU
-    the control's answering side is pinned to."""
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        return measure()
-    finally:
-        os.kill(pid, signal.SIGCONT)
-
-
 def bulk_read(transport, wait, seconds):
     """One connection streaming from the target's CPU to fio's, as the
     target sends read data; busy spins on non-blocking calls. With the
@@ -215,17 +268,39 @@ def read_control(transport, engine_poll, seconds):
 def target_cost(res):
     """The target's own time per command: the busy-polling engine's QD1 p50
     against mpnvme-target minus the busy-polling raw round trip of the same
-    transport (the same request and answer sizes, the same CPUs), per
-    target mode; with the ratio engine p50 / floor."""
+    transport (the same request and answer sizes, the same CPUs) measured in
+    the same round, per target mode; with the ratio engine p50 / floor.
+    Medians (with their spread) of the rounds' differences and ratios."""
     rows = []
     for e in res["engine"]:
         if e["workload"] != "qd1" or e["poll"] != "busy":
             continue
-        floor = res["floor"][f"rtt {e['transport']} busy"]["p50_us"]["median"]
-        rows.append({"target": e["target"], "transport": e["transport"], "engine_p50_us": e["p50_us"]["median"],
-                     "floor_p50_us": floor, "cost_us": e["p50_us"]["median"] - floor,
-                     "per_floor": e["p50_us"]["median"] / floor})
+        rounds = [{"engine_p50_us": p, "floor_p50_us": f["p50_us"]} for p, f in zip(e["p50_us"]["runs"], e["floor_beside"])]
+        rows.append({"target": e["target"], "transport": e["transport"], "rounds": rounds,
+                     "engine_p50_us": e["p50_us"]["median"],
+                     "floor_p50_us": median_spread([r["floor_p50_us"] for r in rounds])["median"],
+                     "cost_us": median_spread([r["engine_p50_us"] - r["floor_p50_us"] for r in rounds]),
+                     "per_floor": median_spread([r["engine_p50_us"] / r["floor_p50_us"] for r in rounds])})
     return rows
+
+
+def poll_against_event(res):
+    """--poll against the event loop, run by run (both ran in each round):
+    IOPS of --poll / IOPS of the event loop, medians with their spread. Above
+    1: --poll was faster."""
+    by = {(e["workload"], e["target"], e["transport"], e["poll"]): e for e in res["engine"]}
+    rows = []
+    for (w, t, tr, m), ev in by.items():
+        po = by.get((w, "poll", tr, m))
+        if t != "event" or not po:
+            continue
+        rows.append({"workload": w, "transport": tr, "poll": m,
+                     "iops_ratio": median_spread([p / q for p, q in zip(po["iops"]["runs"], ev["iops"]["runs"])])})
+    return rows
+
+
+def fmt_ratio(m):
+    return f"{m['median']:.2f} ({m['min']:.2f}..{m['max']:.2f})"
 
 
 def fmt_ms(m):
@@ -248,17 +323,18 @@ def report(res, runs):
     for k, v in f.items():
         if k.startswith("bulk"):
             lines.append(f"| {k}, target CPU to fio CPU (MiB/s) | {fmt_ms(v['mib_s'])} | | | | |")
-    lines += ["", "Latency ratios are to the busy-polling QD1 round trip of the same transport; IOPS ratios at QD32 to the "
-              "busy-polling round trips per second with 32 outstanding.", "",
-              "| workload | target | transport | poll | IOPS | IOPS / floor | MiB/s | p50 us | p50 / busy floor | p99 us | "
+    lines += ["", "The raw floors above were measured first. Each engine cell's ratio is to the busy-polling raw round trip "
+              "of the same transport measured in the same round, between the two target modes' runs (which alternate "
+              "their order): the p50 over the floor's p50 at QD1, IOPS over the floor's round trips per second with 32 "
+              "outstanding at QD32; medians (min..max) of the rounds' ratios.", "",
+              "| workload | target | transport | poll | IOPS | IOPS / floor | MiB/s | p50 us | p50 / floor | p99 us | "
               "fio CPU us/IO | target CPU us/IO |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for e in res["engine"]:
-        floor = f[f"rtt {e['transport']} busy"]["p50_us"]["median"]
-        rate = f[f"rtt {e['transport']} busy depth 32"]["per_second"]["median"]
-        iops_ratio = f"{e['iops']['median'] / rate:.2f}" if e["workload"].startswith("qd32") else ""
-        lines.append(f"| {e['workload']} | {e['target']} | {e['transport']} | {e['poll']} | {fmt_ms(e['iops'])} | {iops_ratio} | "
-                     f"{e['mib_s']['median']:.0f} | {fmt_ms(e['p50_us'])} | {e['p50_us']['median'] / floor:.2f} | "
+        ratio = fmt_ratio(e["per_floor"]) if "per_floor" in e else ""
+        qd1 = FLOOR_BESIDE.get(e["workload"]) == 1
+        lines.append(f"| {e['workload']} | {e['target']} | {e['transport']} | {e['poll']} | {fmt_ms(e['iops'])} | "
+                     f"{'' if qd1 else ratio} | {e['mib_s']['median']:.0f} | {fmt_ms(e['p50_us'])} | {ratio if qd1 else ''} | "
                      f"{e['p99_us']['median']:.1f} | {e['fio_cpu_us_per_io']['median']:.2f} | {e['target_cpu_us_per_io']['median']:.2f} |")
     by = {(e["workload"], e["target"], e["transport"], e["poll"]): e["iops"]["median"] for e in res["engine"]}
     ratios = [f"{w} target={t} poll={m}: {by[(w, t, 'mptcp', m)] / by[(w, t, 'tcp', m)]:.2f}"
@@ -270,7 +346,7 @@ def report(res, runs):
     bulk = [e for e in res["engine"] if "control_mib_s" in e]
     if bulk:
         lines += ["", "### 128 KiB reads against their raw ceiling", "",
-                  "Each engine run was followed by its raw control (the target stopped meanwhile): the same exchange over bare sockets of the same "
+                  "Each engine run was followed by its raw control (the --poll target stopped, the event loop idle): the same exchange over bare sockets of the same "
                   f"transport (mpnvme-floor rtt --depth {READ_DEPTH} --response {READ_BYTES + C2H_HEADER}: a "
                   "72-byte request answered with 128 KiB and a C2HData header from the target's CPU, 16 outstanding, "
                   "both sides batching; --wait block for the engine's poll=block, busy for the modes that spin), payload MiB/s. Below "
@@ -284,11 +360,17 @@ def report(res, runs):
                          f"{fmt_ms(e['control_mib_s'])} | {r:.2f}{control_flag(r)} |")
     lines += ["", "### The target's own cost per command", "",
               "The busy-polling engine's QD1 p50 (4 KiB reads) against mpnvme-target, minus the busy-polling raw round "
-              "trip of the same transport (72 B request, 4120 B answer):", "",
+              "trip of the same transport (72 B request, 4120 B answer) measured in the same round; medians (min..max) "
+              "of the rounds:", "",
               "| target | transport | engine p50 us | floor p50 us | target cost us | engine / floor |", "|---|---|---|---|---|---|"]
     for r in res["target_cost"]:
         lines.append(f"| {r['target']} | {r['transport']} | {r['engine_p50_us']:.1f} | {r['floor_p50_us']:.1f} | "
-                     f"{r['cost_us']:.1f} | {r['per_floor']:.2f} |")
+                     f"{fmt_ms(r['cost_us'])} | {fmt_ratio(r['per_floor'])} |")
+    lines += ["", "### --poll against the event loop", "",
+              "IOPS of `--poll` over the event loop's, run by run (the two took turns in every round); above 1 --poll "
+              "was faster:", "", "| workload | transport | engine poll | --poll / event loop |", "|---|---|---|---|"]
+    for r in res["poll_vs_event"]:
+        lines.append(f"| {r['workload']} | {r['transport']} | {r['poll']} | {fmt_ratio(r['iops_ratio'])} |")
     if res.get("connect"):
         c = res["connect"]
         lines += ["", "### Time to connect, with and without DH-HMAC-CHAP", "",
@@ -300,11 +382,6 @@ def report(res, runs):
             lines.append(f"| {m} | {fmt_ms(c[m]['admin_ms'])} | {fmt_ms(c[m]['io_queue_ms'])} | {fmt_ms(c[m]['total_ms'])} |")
     if res.get("tls"):
         lines += ["", tls_cost.report(res["tls"], runs).rstrip()]
-    qd32 = {e["target"]: e["iops"]["median"] for e in res["engine"]
-            if e["workload"] == "qd32" and e["transport"] == "tcp" and e["poll"] == "block"}
-    if "poll" in qd32 and "event" in qd32:
-        lines += ["", f"QD32 (tcp, engine poll=block): --poll {qd32['poll']:.0f} IOPS against the event loop's "
-                  f"{qd32['event']:.0f} ({qd32['poll'] / qd32['event']:.2f})."]
     return "\n".join(lines) + "\n"
 
 

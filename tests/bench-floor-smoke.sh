@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # bench/run floor --smoke: the floor experiment end to end, checked for the
 # shape of its figures, never for speed: raw round trips, the engine
-# against both target modes, 128 KiB reads beside their raw bulk control,
+# against both target modes (taking turns, the raw round trip measured
+# beside each round), 128 KiB reads beside their raw bulk control,
 # and the target's own cost per command (the
 # engine's QD1 p50 minus the busy floor) for each mode, and what TLS costs
 # beside plaintext, in results.json and in the report.
@@ -25,10 +26,26 @@ jq -e '[.floor.engine[] | select(.workload | startswith("128k"))] | length == 2 
   fail "the 128 KiB rows lack their raw control: $(jq -c '[.floor.engine[] | select(.workload | startswith("128k"))]' "$json")"
 [[ $(grep -cE '^\| (event|poll) \| tcp \| block \| [0-9.]+ \([0-9.]+\.\.[0-9.]+\) \| [0-9.]+ \([0-9.]+\.\.[0-9.]+\) \| [0-9.]+( \*\*(engine gap|control beaten)\*\*)? \|$' "$out/report.md") == 2 ]] ||
   fail "report.md lacks the 128 KiB rows against their control: $(grep -A6 'against their raw ceiling' "$out/report.md")"
+# The target's cost comes from rounds that each measured the engine and the
+# floor, and is their median difference.
 jq -e '.floor.target_cost | (map(.target) | sort) == ["event", "poll"] and
-  all(.transport == "tcp" and .floor_p50_us > 0 and .engine_p50_us > 0 and
-      ((.cost_us - (.engine_p50_us - .floor_p50_us)) | fabs < 1e-9) and ((.per_floor - .engine_p50_us / .floor_p50_us) | fabs < 1e-9))' \
+  all(.transport == "tcp" and (.rounds | length) == 1 and all(.rounds[]; .floor_p50_us > 0 and .engine_p50_us > 0) and
+      ((.cost_us.median - (.rounds[0].engine_p50_us - .rounds[0].floor_p50_us)) | fabs < 1e-9) and
+      ((.per_floor.median - .rounds[0].engine_p50_us / .rounds[0].floor_p50_us) | fabs < 1e-9))' \
   "$json" >/dev/null || fail "the target cost rows are missing or inconsistent: $(jq -c '.floor.target_cost' "$json")"
+# Every QD1 and QD32 cell has the floor of its own round and its ratio to it.
+jq -e '[.floor.engine[] | select(.workload | test("^qd"))] | length == 8 and
+  all((.floor_beside | length) == 1 and .per_floor.median > 0 and
+      (if .workload == "qd1" then (.per_floor.median - .p50_us.median / .floor_beside[0].p50_us)
+       else (.per_floor.median - .iops.median / .floor_beside[0].per_second) end | fabs < 1e-9))' "$json" >/dev/null ||
+  fail "the QD1/QD32 cells lack the floor measured beside them: $(jq -c '[.floor.engine[] | {workload, target, poll, per_floor, floor_beside}]' "$json")"
+# --poll against the event loop, run by run, for every cell both modes ran.
+jq -e '.floor as $f | .floor.poll_vs_event | length == 5 and all(. as $r |
+  ([$f.engine[] | select(.workload == $r.workload and .transport == $r.transport and .poll == $r.poll)] |
+   map({(.target): .iops.median}) | add) as $by | ($r.iops_ratio.median - $by.poll / $by.event) | fabs < 1e-9)' "$json" >/dev/null ||
+  fail "the --poll against event loop rows are missing or inconsistent: $(jq -c '.floor.poll_vs_event' "$json")"
+[[ $(grep -cE '^\| (qd1|qd32|128k-qd16) \| tcp \| (block|busy) \| [0-9.]+ \([0-9.]+\.\.[0-9.]+\) \|$' "$out/report.md") == 5 ]] ||
+  fail "report.md lacks the --poll against event loop table: $(grep -A9 -- '--poll against the event loop' "$out/report.md")"
 jq -e --arg k "$(uname -r)" --arg cc "$(cat /proc/sys/net/ipv4/tcp_congestion_control)" \
   '.floor.conditions | .kernel == $k and .cc == $cc and .ramp_s == 1 and .seconds == 2' "$json" >/dev/null ||
   fail "the floor does not say its kernel, congestion control and warm-up: $(jq -c '.floor.conditions' "$json")"
@@ -40,10 +57,8 @@ jq -e '.floor.connect | (keys | sort) == ["ffdhe2048", "ffdhe8192", "none", "nul
 [[ $(grep -cE '^\| (none|null|ffdhe2048|ffdhe8192) \| [0-9.]+ \(' "$out/report.md") == 4 ]] ||
   fail "report.md lacks the connect-time table: $(grep -A7 'Time to connect' "$out/report.md")"
 grep -q "^### The target's own cost per command" "$out/report.md" || fail "report.md has no target cost section"
-[[ $(grep -cE '^\| (event|poll) \| tcp \| [0-9.]+ \| [0-9.]+ \| -?[0-9.]+ \| [0-9.]+ \|$' "$out/report.md") == 2 ]] ||
+[[ $(grep -cE '^\| (event|poll) \| tcp \| [0-9.]+ \| [0-9.]+ \| -?[0-9.]+ \(-?[0-9.]+\.\.-?[0-9.]+\) \| [0-9.]+ \([0-9.]+\.\.[0-9.]+\) \|$' "$out/report.md") == 2 ]] ||
   fail "the target cost table lacks a row per mode: $(grep -A5 "target's own cost" "$out/report.md")"
-grep -qE '^QD32 \(tcp, engine poll=block\): --poll [0-9]+ IOPS against the event loop' "$out/report.md" ||
-  fail "report.md does not set --poll beside the event loop at QD32"
 # TLS cost rows: plaintext and user-space records over TCP, each figure
 # beside its ratio to the plaintext row.
 jq -e '.floor.tls.rows | length == 4 and all(.iops.median > 0 and .mib_s.median > 0 and .fio_cpu_s_per_gib.median > 0 and
