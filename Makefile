@@ -38,7 +38,9 @@ $(BUILD_CHECK)/CMakeCache.txt: | deps
 
 check: deps $(BUILD_CHECK)/CMakeCache.txt
 	@cmake --build $(BUILD_CHECK) -j$(JOBS)
-	@cd $(BUILD_CHECK) && ctest --output-on-failure -j$(JOBS) $(if $(CTEST_ARGS),$(CTEST_ARGS),)
+	@before=$$(mktemp) && ./scripts/checkout-writes.sh snapshot $$before && \
+	  (cd $(BUILD_CHECK) && ctest --output-on-failure -j$(JOBS) $(if $(CTEST_ARGS),$(CTEST_ARGS),)); rc=$$?; \
+	  ./scripts/checkout-writes.sh verify $$before || rc=1; rm -f $$before; exit $$rc
 
 demo: deps build
 	@./scripts/demo.sh $(BUILD)

@@ -8,6 +8,7 @@ import os
 import struct
 import sys
 
+sys.dont_write_bytecode = True  # tests/pylib is the checkout's: no .pyc beside it
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from nvmetcp import write_seeds  # noqa: E402
 

@@ -11,6 +11,7 @@ import struct
 import sys
 import time
 
+sys.dont_write_bytecode = True  # tests/pylib is the checkout's: no .pyc beside it
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from nvmetcp import capsule, connect, icreq, sqe  # noqa: E402
 
