@@ -83,26 +83,17 @@ def floor_beside(transport, depth):
 
 
 @contextlib.contextmanager
-def stopped(pid):
-    """The process stopped (SIGSTOP) for the block, continued to end it."""
-    os.kill(pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.kill(pid, signal.SIGCONT)
-
-
-@contextlib.contextmanager
-def running(pid):
-    """A stopped process running for the block (None: nothing to do)."""
+def signalled(pid, first, then):
+    """Signal `first` to the process for the block and `then` to end it
+    (None: nothing to do)."""
     if pid is None:
         yield
         return
-    os.kill(pid, signal.SIGCONT)
+    os.kill(pid, first)
     try:
         yield
     finally:
-        os.kill(pid, signal.SIGSTOP)
+        os.kill(pid, then)
 
 
 def engine_cell(name, tmode, tr, mode, cell, floors):
@@ -162,7 +153,7 @@ def run(runs, seconds, work, smoke=False):
     # minutes, and a mode or floor measured ten minutes after the other
     # compared the drift. The --poll target spins even when idle, so it is
     # stopped while anything else is measured.
-    with target([], work) as (eport, epid), target(["--poll"], work) as (pport, ppid), stopped(ppid):
+    with target([], work) as (eport, epid), target(["--poll"], work) as (pport, ppid), signalled(ppid, signal.SIGSTOP, signal.SIGCONT):
         ports = {"event": (eport, epid, None), "poll": (pport, ppid, ppid)}
         for name, opts, modes, transports in workloads:
             for tr in transports:
@@ -175,7 +166,7 @@ def run(runs, seconds, work, smoke=False):
                             # a busy-polling engine job and a --poll target each hold a core
                             check_placement((mode == "busy") + (tmode == "poll"), f"{name} target={tmode} poll={mode}")
                             port, pid, to_wake = ports[tmode]
-                            with running(to_wake):
+                            with signalled(to_wake, signal.SIGCONT, signal.SIGSTOP):
                                 cells[tmode]["rows"].append(fio(port, pid, opts + [f"--transport={tr}", f"--poll={mode}"], seconds, work))
                             if name.startswith("128k"):  # its ceiling, measured beside each run
                                 cells[tmode]["controls"].append(read_control(tr, mode, seconds))
@@ -280,7 +271,7 @@ def target_cost(res):
                      "engine_p50_us": e["p50_us"]["median"],
                      "floor_p50_us": median_spread([r["floor_p50_us"] for r in rounds])["median"],
                      "cost_us": median_spread([r["engine_p50_us"] - r["floor_p50_us"] for r in rounds]),
-                     "per_floor": median_spread([r["engine_p50_us"] / r["floor_p50_us"] for r in rounds])})
+                     "per_floor": e["per_floor"]})
     return rows
 
 

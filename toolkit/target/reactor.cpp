@@ -321,14 +321,12 @@ void Reactor::handshake_done(Conn &c) {
 // one recvmsg per QD1 command): its report is cancelled while it stays hot
 // and re-armed when it cools or before the loop sleeps. A report armed on a
 // socket with data waiting fires at once, so no arrival is missed.
-bool Reactor::polled_by_turn(const Conn &c, bool spinning, std::chrono::steady_clock::time_point now) {
-  return spinning && c.stream && !c.shut && now - c.last_data < kHot;
-}
+bool Reactor::polled_by_turn(const Conn &c) const { return spinning_ && c.stream && !c.shut && turn_start_ - c.last_data < kHot; }
 
-void Reactor::update_readiness(bool spinning, std::chrono::steady_clock::time_point now) {
+void Reactor::update_readiness() {
   for (Conn &c : conns_) {
     if (c.shut) continue;
-    if (!polled_by_turn(c, spinning, now)) {
+    if (!polled_by_turn(c)) {
       arm_readable(c); // nothing while the cancel of its last one is in flight
     } else if (c.read_armed && !c.read_cancelling) {
       cancel(c.readable_op);
@@ -346,14 +344,14 @@ void Reactor::update_readiness(bool spinning, std::chrono::steady_clock::time_po
 // to 39% of the target's time in the lock's slow path), and at QD1 a turn
 // that read every connection and asked the ring for events cost three
 // system calls. Idle connections (an admin queue) wait for their report.
-bool Reactor::serve_sockets(bool spinning, std::chrono::steady_clock::time_point now) {
+bool Reactor::serve_sockets() {
   bool got = false;
   unread_ = false;
-  if (spinning) {
+  if (spinning_) {
     hot_fds_.clear();
     hot_.clear();
     for (Conn &c : conns_)
-      if (!c.readable && polled_by_turn(c, spinning, now)) {
+      if (!c.readable && polled_by_turn(c)) {
         hot_fds_.push_back({c.c->fd(), POLLIN | POLLRDHUP, 0});
         hot_.push_back(&c);
       }
@@ -368,7 +366,7 @@ bool Reactor::serve_sockets(bool spinning, std::chrono::steady_clock::time_point
     if (c.readable) {
       if (receive(c)) {
         got = true;
-        c.last_data = now;
+        c.last_data = turn_start_;
       }
     }
     // Its rounds ran out with bytes still there: no new arrival will
@@ -439,7 +437,7 @@ void Reactor::on_readiness(Op &op, int res, unsigned flags) {
   if (res >= 0) {
     // A hot connection's report, still in flight when it was cancelled:
     // the turn's poll(2) sees the same bytes.
-    if (!polled_by_turn(c, spinning_, turn_start_)) c.readable = true;
+    if (!polled_by_turn(c)) c.readable = true;
     // The host's FIN is queued behind data: a receive that leaves room is
     // then not the end of what there is to read, the end of stream is.
     if (res & (POLLRDHUP | POLLHUP)) c.peer_done = true;
@@ -573,14 +571,12 @@ void Reactor::run() {
   arm_tick();
   bool stopping = false;
   while (!finished()) {
-    const auto now = std::chrono::steady_clock::now();
-    const bool spinning = poll_ || unread_ || spin_.spinning(now);
-    spinning_ = spinning;
-    turn_start_ = now;
-    update_readiness(spinning, now);
-    wait_for_work(spinning);
+    turn_start_ = std::chrono::steady_clock::now();
+    spinning_ = poll_ || unread_ || spin_.spinning(turn_start_);
+    update_readiness();
+    wait_for_work(spinning_);
     drain_completions();
-    if (serve_sockets(spinning, now)) spin_.work(std::chrono::steady_clock::now());
+    if (serve_sockets()) spin_.work(std::chrono::steady_clock::now());
     if (stop_ && !stopping) { // once: close everything and take back what the ring holds
       stopping = true;
       for (Conn &c : conns_)

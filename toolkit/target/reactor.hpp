@@ -93,8 +93,8 @@ private:
   void arm_tick();
   void cancel(Op &op);
   void wait_for_work(bool spin);
-  static bool polled_by_turn(const Conn &c, bool spinning, std::chrono::steady_clock::time_point now);
-  void update_readiness(bool spinning, std::chrono::steady_clock::time_point now);
+  bool polled_by_turn(const Conn &c) const;
+  void update_readiness();
   unsigned drain_completions();
   void on_cqe(io_uring_cqe *cqe);
   void on_accept(Op &op, int res);
@@ -106,7 +106,7 @@ private:
   void handshake_done(Conn &c);
   void send(Conn &c);
   void send_failed(Conn &c);
-  bool serve_sockets(bool spinning, std::chrono::steady_clock::time_point now);
+  bool serve_sockets();
   void start(int fd, PortState &port, std::string peer);
   void shut(Conn &c);
   void reap(); // close and free connections that are done
@@ -132,7 +132,7 @@ private:
   // connections, accepts, file I/O, the tick) is fetched when the kernel
   // flags it.
   static constexpr std::chrono::milliseconds kHot{1};
-  bool spinning_ = false; // this turn's mode and start, for the reports it reaps
+  bool spinning_ = false; // this turn's mode and start: what its steps and the reports it reaps go by
   std::chrono::steady_clock::time_point turn_start_{};
   std::vector<pollfd> hot_fds_;
   std::vector<Conn *> hot_;
