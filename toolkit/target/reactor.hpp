@@ -132,7 +132,7 @@ private:
   // connections, accepts, file I/O, the tick) is fetched when the kernel
   // flags it.
   static constexpr std::chrono::milliseconds kHot{1};
-  bool spinning_ = false; // this turn's mode and start: what its steps and the reports it reaps go by
+  bool spinning_ = false; // this turn's mode and time (its start, or when it woke): what its steps and the reports it reaps go by
   std::chrono::steady_clock::time_point turn_start_{};
   std::vector<pollfd> hot_fds_;
   std::vector<Conn *> hot_;
