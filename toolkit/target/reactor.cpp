@@ -26,7 +26,7 @@ constexpr unsigned kRingEntries = 1024;
 // took as much time as the wrapper's own work (5.5 % of the target's
 // samples at QD1). The loop's thread is never cancelled.
 int poll_now(std::vector<pollfd> &fds) {
-  const timespec none{0, 0};
+  const timespec none{0, 0}; // all zero bytes: zero under the kernel's 32- and 64-bit layouts alike
   return static_cast<int>(syscall(SYS_ppoll, fds.data(), fds.size(), &none, nullptr, 0));
 }
 } // namespace
@@ -331,7 +331,7 @@ void Reactor::handshake_done(Conn &c) {
 // one recvmsg per QD1 command): its report is cancelled while it stays hot
 // and re-armed when it cools or before the loop sleeps. A report armed on a
 // socket with data waiting fires at once, so no arrival is missed.
-bool Reactor::polled_by_turn(const Conn &c) const { return spinning_ && c.stream && !c.shut && turn_start_ - c.last_data < kHot; }
+bool Reactor::polled_by_turn(const Conn &c) const { return spinning_ && c.stream && !c.shut && turn_time_ - c.last_data < kHot; }
 
 void Reactor::update_readiness() {
   for (Conn &c : conns_) {
@@ -376,7 +376,7 @@ bool Reactor::serve_sockets() {
     if (c.readable) {
       if (receive(c)) {
         got = true;
-        c.last_data = turn_start_;
+        c.last_data = turn_time_;
       }
     }
     // Its rounds ran out with bytes still there: no new arrival will
@@ -517,7 +517,7 @@ void Reactor::shut(Conn &c) {
 // reports and wait for every operation that points into the connection
 // before freeing it.
 void Reactor::reap() {
-  const auto now = turn_start_;
+  const auto now = turn_time_;
   for (auto it = conns_.begin(); it != conns_.end();) {
     Conn &c = *it;
     if (c.c->closing() && !c.shut) {
@@ -581,16 +581,13 @@ void Reactor::run() {
   arm_tick();
   bool stopping = false;
   while (!finished()) {
-    turn_start_ = std::chrono::steady_clock::now();
-    spinning_ = poll_ || unread_ || spin_.spinning(turn_start_);
+    turn_time_ = std::chrono::steady_clock::now();
+    spinning_ = poll_ || unread_ || spin_.spinning(turn_time_);
     update_readiness();
     wait_for_work(spinning_);
-    // The turn's time, read once per spinning turn (what a turn costs
-    // decides how soon it sees an arrival): a turn that slept starts when
-    // it woke.
-    if (!spinning_) turn_start_ = std::chrono::steady_clock::now();
+    if (!spinning_) turn_time_ = std::chrono::steady_clock::now();
     drain_completions();
-    if (serve_sockets()) spin_.work(turn_start_);
+    if (serve_sockets()) spin_.work(turn_time_);
     if (stop_ && !stopping) { // once: close everything and take back what the ring holds
       stopping = true;
       for (Conn &c : conns_)

@@ -132,8 +132,10 @@ private:
   // connections, accepts, file I/O, the tick) is fetched when the kernel
   // flags it.
   static constexpr std::chrono::milliseconds kHot{1};
-  bool spinning_ = false; // this turn's mode and time (its start, or when it woke): what its steps and the reports it reaps go by
-  std::chrono::steady_clock::time_point turn_start_{};
+  bool spinning_ = false; // this turn's mode: what its steps and the reports it reaps go by
+  // When the turn started, or woke if it slept: a spinning turn reads the
+  // clock once (what a turn costs decides how soon it sees an arrival).
+  std::chrono::steady_clock::time_point turn_time_{};
   std::vector<pollfd> hot_fds_;
   std::vector<Conn *> hot_;
   bool unread_ = false;               // a connection's receive rounds ran out with bytes left
