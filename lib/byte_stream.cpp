@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "byte_stream.hpp"
 
-#include <sys/socket.h>
+#include "socket_calls.hpp"
 
 namespace mpnvme {
 
@@ -9,14 +9,14 @@ ssize_t SocketStream::recv(const iovec *iov, size_t n) {
   msghdr mh{};
   mh.msg_iov = const_cast<iovec *>(iov);
   mh.msg_iovlen = n;
-  return ::recvmsg(fd_, &mh, MSG_DONTWAIT);
+  return recvmsg_now(fd_, &mh, MSG_DONTWAIT);
 }
 
 ssize_t SocketStream::send(const iovec *iov, size_t n) {
   msghdr mh{};
   mh.msg_iov = const_cast<iovec *>(iov);
   mh.msg_iovlen = n;
-  return ::sendmsg(fd_, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+  return sendmsg_now(fd_, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 } // namespace mpnvme

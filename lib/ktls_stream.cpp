@@ -11,6 +11,8 @@
 #include <openssl/crypto.h>
 #include <sys/socket.h>
 
+#include "socket_calls.hpp"
+
 namespace mpnvme::tls {
 
 namespace {
@@ -96,7 +98,7 @@ ssize_t KernelTlsStream::recv(const iovec *iov, size_t n) {
     mh.msg_iovlen = n;
     mh.msg_control = cbuf;
     mh.msg_controllen = sizeof cbuf;
-    const ssize_t got = ::recvmsg(fd_, &mh, MSG_DONTWAIT);
+    const ssize_t got = recvmsg_now(fd_, &mh, MSG_DONTWAIT);
     if (got <= 0) {
       if (got < 0 && errno == EIO) failure_ = "kernel TLS: a record failed to decrypt or was malformed";
       if (got < 0 && (errno == EIO || errno == EBADMSG || errno == EMSGSIZE)) errno = EPROTO;
@@ -127,7 +129,7 @@ ssize_t KernelTlsStream::send(const iovec *iov, size_t n) {
   msghdr mh{};
   mh.msg_iov = const_cast<iovec *>(iov);
   mh.msg_iovlen = n;
-  return ::sendmsg(fd_, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+  return sendmsg_now(fd_, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 void KernelTlsStream::close() {

@@ -27,6 +27,7 @@ std::unique_ptr<Backend> Backend::open(const NamespaceConfig &cfg) {
     if (m == MAP_FAILED)
       throw std::runtime_error(fmt::format("namespace {} ({}): mmap: {}", cfg.nsid, cfg.spec(), strerror(errno)));
     b->mem_ = static_cast<uint8_t *>(m);
+    b->read_mapping_ = std::make_unique<ReadMapping>(b->mem_, cfg.size, cfg.nsid);
     break;
   }
   case Backing::File: {
@@ -54,6 +55,7 @@ std::unique_ptr<Backend> Backend::open(const NamespaceConfig &cfg) {
 }
 
 Backend::~Backend() {
+  read_mapping_.reset();
   if (mem_) munmap(mem_, bytes_);
   if (fd_ >= 0) ::close(fd_);
 }

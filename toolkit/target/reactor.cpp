@@ -15,20 +15,11 @@
 #include "ktls_stream.hpp"
 #include "log.hpp"
 #include "reflected_tos.hpp"
+#include "socket_calls.hpp"
 
 namespace mpnvme::target {
 namespace {
 constexpr unsigned kRingEntries = 1024;
-
-// poll(2) with no timeout, as the system call itself: libc's wrapper is a
-// thread cancellation point and brackets the call with two atomic updates
-// of the thread's cancel state, which in a spinning loop's perf profile
-// took as much time as the wrapper's own work (5.5 % of the target's
-// samples at QD1). The loop's thread is never cancelled.
-int poll_now(std::vector<pollfd> &fds) {
-  const timespec none{0, 0}; // all zero bytes: zero under the kernel's 32- and 64-bit layouts alike
-  return static_cast<int>(syscall(SYS_ppoll, fds.data(), fds.size(), &none, nullptr, 0));
-}
 } // namespace
 
 std::string peer_name(const sockaddr_storage &ss) {
@@ -365,7 +356,7 @@ bool Reactor::serve_sockets() {
         hot_fds_.push_back({c.c->fd(), POLLIN | POLLRDHUP, 0});
         hot_.push_back(&c);
       }
-    if (!hot_fds_.empty() && poll_now(hot_fds_) > 0)
+    if (!hot_fds_.empty() && poll_now(hot_fds_.data(), hot_fds_.size()) > 0)
       for (size_t i = 0; i < hot_fds_.size(); i++)
         if (const short ev = hot_fds_[i].revents) {
           hot_[i]->readable = true;
