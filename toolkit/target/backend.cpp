@@ -2,6 +2,7 @@
 #include "backend.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -12,7 +13,35 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.hpp"
+
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 // Linux 5.14
+#endif
+
 namespace mpnvme::target {
+namespace {
+
+// A block nobody has written reads from the kernel's zero page, but only
+// after a page fault on its first touch, and that fault came in the
+// sendmsg that copies the block out, on the command's path: 0.4 faults per
+// command on a fresh 1 GiB namespace at QD1 (random 4 KiB reads), about
+// 2 us each in a VM, 7 % of the target's CPU. MADV_POPULATE_READ maps the
+// zero page wherever nothing is written, commits no memory (page tables:
+// 2 MiB per GiB) and takes about 70-110 ms per GiB here. Done before the
+// target listens, so that it runs its first commands as its last, as
+// SPDK's malloc bdev, whose memory is allocated and touched up front.
+void map_for_reading(uint8_t *mem, size_t len, uint32_t nsid) {
+  const auto start = std::chrono::steady_clock::now();
+  if (madvise(mem, len, MADV_POPULATE_READ) != 0) { // an older kernel (EINVAL): mapped on first reads, as before
+    log().debug("namespace {}: not mapped for reading at start: madvise: {}", nsid, strerror(errno));
+    return;
+  }
+  log().debug("namespace {}: {} MiB mapped for reading in {} ms", nsid, len >> 20,
+              std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
+}
+
+} // namespace
 
 std::unique_ptr<Backend> Backend::open(const NamespaceConfig &cfg) {
   std::unique_ptr<Backend> b(new Backend);
@@ -27,7 +56,7 @@ std::unique_ptr<Backend> Backend::open(const NamespaceConfig &cfg) {
     if (m == MAP_FAILED)
       throw std::runtime_error(fmt::format("namespace {} ({}): mmap: {}", cfg.nsid, cfg.spec(), strerror(errno)));
     b->mem_ = static_cast<uint8_t *>(m);
-    b->read_mapping_ = std::make_unique<ReadMapping>(b->mem_, cfg.size, cfg.nsid);
+    map_for_reading(b->mem_, cfg.size, cfg.nsid);
     break;
   }
   case Backing::File: {
@@ -55,7 +84,6 @@ std::unique_ptr<Backend> Backend::open(const NamespaceConfig &cfg) {
 }
 
 Backend::~Backend() {
-  read_mapping_.reset();
   if (mem_) munmap(mem_, bytes_);
   if (fd_ >= 0) ::close(fd_);
 }

@@ -8,7 +8,6 @@
 #include <string>
 
 #include "config.hpp"
-#include "read_mapping.hpp"
 
 namespace mpnvme::target {
 
@@ -38,7 +37,6 @@ private:
   uint64_t bytes_ = 0;
   uint32_t lba_ = 512;
   uint8_t *mem_ = nullptr;
-  std::unique_ptr<ReadMapping> read_mapping_; // RAM: stopped before mem_ is unmapped
   int fd_ = -1;
 };
 
