@@ -2,12 +2,14 @@
 // mpnvme-floor: what the sockets alone can do on this machine, so that the
 // engine's figures can be given as ratios to it (bench/run floor).
 //
+// clang-format off
 //   mpnvme-floor rtt  [--transport tcp|mptcp] [--wait block|busy] [--request 72] [--response 4120]
-//                     [--depth 1] [--count 20000] [--server-cpu 0] [--client-cpu 1]
+//                     [--depth 1] [--count 20000 | --seconds S] [--server-cpu 0] [--client-cpu 1]
 //   mpnvme-floor bulk [--transport tcp|mptcp] [--wait block|busy] [--seconds 3] [--chunk 131072] [--server-cpu 0] [--client-cpu 1]
 //   mpnvme-floor sink --listen ADDR:PORT,... [--transport tcp|mptcp] [--chunk 131072]
 //   mpnvme-floor stream --connect ADDR:PORT,... --direction read|write [--transport tcp|mptcp]
 //                     [--ramp 1] [--seconds 3] [--chunk 131072]
+// clang-format on
 //
 // Both ends run in this process on loopback, each thread pinned to its
 // CPU: a request of the size of an NVMe/TCP command capsule answered with
@@ -115,8 +117,9 @@ size_t recv_some(int fd, uint8_t *p, size_t n, bool busy) {
 // engine and the target do: every request that completes a batch of
 // answers is sent again in one send, and the answering side answers all
 // requests it has read in one send.
-nlohmann::json rtt(bool mptcp, bool busy, size_t request, size_t response, unsigned depth, int count, int server_cpu,
-                   int client_cpu) {
+// seconds > 0: measure for that long instead of `count` round trips.
+nlohmann::json rtt(bool mptcp, bool busy, size_t request, size_t response, unsigned depth, int count, double seconds,
+                   int server_cpu, int client_cpu) {
   auto [s, c] = connected_pair(mptcp);
   double server_cpu_s = 0;
   std::thread server([&, fd = s.get()] {
@@ -137,8 +140,9 @@ nlohmann::json rtt(bool mptcp, bool busy, size_t request, size_t response, unsig
   std::vector<Clock::time_point> sent(depth); // ring: send time of each outstanding request
   size_t head = 0, tail = 0;                  // answers expected at head, requests sent at tail
   std::vector<double> us;
-  us.reserve(static_cast<size_t>(count));
-  const int warmup = std::min(count / 10, 1000);
+  us.reserve(seconds > 0 ? 1 << 20 : static_cast<size_t>(count));
+  const int warmup = seconds > 0 ? 1000 : std::min(count / 10, 1000);
+  auto deadline = Clock::time_point::max(); // set when the warm-up ends (seconds > 0)
   int answered = 0;
   const auto send_requests = [&](size_t k) {
     const auto now = Clock::now();
@@ -150,7 +154,7 @@ nlohmann::json rtt(bool mptcp, bool busy, size_t request, size_t response, unsig
   auto t_start = Clock::now();
   send_requests(depth);
   size_t have = 0;
-  while (answered < count + warmup) {
+  for (bool more = true; more;) {
     const size_t n = recv_some(c.get(), resp.data(), resp.size() - have, busy);
     if (!n) throw std::runtime_error("the answering side closed");
     have += n;
@@ -161,11 +165,13 @@ nlohmann::json rtt(bool mptcp, bool busy, size_t request, size_t response, unsig
       if (answered == warmup) {
         t_start = now;
         client_cpu_s = thread_cpu_seconds();
+        if (seconds > 0) deadline = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
       }
       if (answered >= warmup) us.push_back(std::chrono::duration<double, std::micro>(now - sent[head % depth]).count());
       head++;
     }
     if (k) send_requests(k);
+    more = seconds > 0 ? now < deadline : answered < count + warmup; // the clock read above: none more per answer
   }
   const double took = std::chrono::duration<double>(Clock::now() - t_start).count();
   client_cpu_s = thread_cpu_seconds() - client_cpu_s;
@@ -259,7 +265,12 @@ int main(int argc, char **argv) {
   r->add_option("--depth", depth, "requests outstanding (1: one round trip at a time)")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  r->add_option("--count", count, "round trips measured")->check(CLI::Range(100, 10000000))->capture_default_str();
+  auto *counted =
+      r->add_option("--count", count, "round trips measured")->check(CLI::Range(100, 10000000))->capture_default_str();
+  double rtt_seconds = 0;
+  r->add_option("--seconds", rtt_seconds, "measure for this long instead (as long as the run it is set beside)")
+      ->check(CLI::Range(0.1, 600.0))
+      ->excludes(counted);
   b->add_option("--seconds", seconds, "duration")->check(CLI::Range(0.1, 600.0))->capture_default_str();
   b->add_option("--chunk", chunk, "bytes per send")->check(CLI::Range(1, 1 << 24))->capture_default_str();
   std::string addrs, direction;
@@ -289,8 +300,9 @@ int main(int argc, char **argv) {
                              .dump());
       return 0;
     }
-    const nlohmann::json out = *r ? rtt(mptcp, wait == "busy", request, response, depth, count, server_cpu, client_cpu)
-                                  : bulk(mptcp, wait == "busy", seconds, chunk, server_cpu, client_cpu);
+    const nlohmann::json out =
+        *r ? rtt(mptcp, wait == "busy", request, response, depth, count, rtt_seconds, server_cpu, client_cpu)
+           : bulk(mptcp, wait == "busy", seconds, chunk, server_cpu, client_cpu);
     fmt::print("{}\n", out.dump());
   } catch (const std::exception &e) {
     fmt::print(stderr, "mpnvme-floor: {}\n", e.what());

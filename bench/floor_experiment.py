@@ -76,9 +76,12 @@ FLOOR_KEYS = ("p50_us", "p99_us", "per_second", "client_cpu_us_per_op", "server_
 FLOOR_BESIDE = {"qd1": 1, "qd32": 32, "qd32-batched": 32}
 
 
-def floor_beside(transport, depth):
-    r = floor_tool(["rtt", "--transport", transport, "--wait", "busy", "--depth", str(depth),
-                    "--count", "20000" if depth == 1 else "200000"])
+# As long as a run: these VMs switch between states whose raw round trips
+# differ by almost 2x (5 us and 9 us over TCP) for seconds at a time, and a
+# floor of 20000 round trips (0.2 s) taken in the other state than its
+# round's 5 s runs had put those rounds at 2x.
+def floor_beside(transport, depth, seconds):
+    r = floor_tool(["rtt", "--transport", transport, "--wait", "busy", "--depth", str(depth), "--seconds", str(seconds)])
     return {"p50_us": r["p50_us"], "per_second": r["per_second"]}
 
 
@@ -171,7 +174,7 @@ def run(runs, seconds, work, smoke=False):
                             if name.startswith("128k"):  # its ceiling, measured beside each run
                                 cells[tmode]["controls"].append(read_control(tr, mode, seconds))
                             if i == 0 and name in FLOOR_BESIDE:
-                                floors.append(floor_beside(tr, FLOOR_BESIDE[name]))
+                                floors.append(floor_beside(tr, FLOOR_BESIDE[name], seconds))
                     for tmode in ports:
                         res["engine"].append(engine_cell(name, tmode, tr, mode, cells[tmode], floors))
                         e = res["engine"][-1]
@@ -315,8 +318,8 @@ def report(res, runs):
         if k.startswith("bulk"):
             lines.append(f"| {k}, target CPU to fio CPU (MiB/s) | {fmt_ms(v['mib_s'])} | | | | |")
     lines += ["", "The raw floors above were measured first. Each engine cell's ratio is to the busy-polling raw round trip "
-              "of the same transport measured in the same round, between the two target modes' runs (which alternate "
-              "their order): the p50 over the floor's p50 at QD1, IOPS over the floor's round trips per second with 32 "
+              "of the same transport measured in the same round for as long as a run, between the two target modes' runs "
+              "(which alternate their order): the p50 over the floor's p50 at QD1, IOPS over the floor's round trips per second with 32 "
               "outstanding at QD32; medians (min..max) of the rounds' ratios.", "",
               "| workload | target | transport | poll | IOPS | IOPS / floor | MiB/s | p50 us | p50 / floor | p99 us | "
               "fio CPU us/IO | target CPU us/IO |",
@@ -351,7 +354,8 @@ def report(res, runs):
                          f"{fmt_ms(e['control_mib_s'])} | {r:.2f}{control_flag(r)} |")
     lines += ["", "### The target's own cost per command", "",
               "The busy-polling engine's QD1 p50 (4 KiB reads) against mpnvme-target, minus the busy-polling raw round "
-              "trip of the same transport (72 B request, 4120 B answer) measured in the same round; medians (min..max) "
+              "trip of the same transport (72 B request, 4120 B answer) measured in the same round for as long as a run; "
+              "medians (min..max) "
               "of the rounds:", "",
               "| target | transport | engine p50 us | floor p50 us | target cost us | engine / floor |", "|---|---|---|---|---|---|"]
     for r in res["target_cost"]:
