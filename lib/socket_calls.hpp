@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// recvmsg, sendmsg and a zero-timeout ppoll as the system calls
+// recv, send, recvmsg, sendmsg and a zero-timeout ppoll as the system calls
 // themselves. libc's wrappers are thread cancellation points: in a process
 // with more than one thread (fio's job with the engine's controller
 // threads, the target's loops) each call brackets the system call with two
@@ -19,6 +19,12 @@ namespace mpnvme {
 // -1 with errno on failure, as the libc calls.
 inline ssize_t recvmsg_now(int fd, msghdr *mh, int flags) { return syscall(SYS_recvmsg, fd, mh, flags); }
 inline ssize_t sendmsg_now(int fd, const msghdr *mh, int flags) { return syscall(SYS_sendmsg, fd, mh, flags); }
+inline ssize_t recv_now(int fd, void *buf, size_t len, int flags) {
+  return syscall(SYS_recvfrom, fd, buf, len, flags, nullptr, nullptr);
+}
+inline ssize_t send_now(int fd, const void *buf, size_t len, int flags) {
+  return syscall(SYS_sendto, fd, buf, len, flags, nullptr, 0);
+}
 
 // poll(2) without waiting: the number of descriptors with events.
 inline int poll_now(pollfd *fds, nfds_t n) {

@@ -2,6 +2,7 @@
 #include "tls_stream.hpp"
 
 #include "sock.hpp"
+#include "socket_calls.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -34,7 +35,7 @@ struct SockBio {
   // -1: the socket failed (err); else the bytes left.
   ssize_t flush() {
     while (pending()) {
-      const ssize_t n = ::send(fd, out.data() + head, pending(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      const ssize_t n = send_now(fd, out.data() + head, pending(), MSG_DONTWAIT | MSG_NOSIGNAL);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0 && errno == EAGAIN) break;
       if (n <= 0) {
@@ -55,7 +56,7 @@ constexpr size_t kGather = 64 * 1024;
 int bio_read(BIO *b, char *buf, size_t len, size_t *got) {
   auto *s = static_cast<SockBio *>(BIO_get_data(b));
   BIO_clear_retry_flags(b);
-  const ssize_t n = ::recv(s->fd, buf, len, MSG_DONTWAIT);
+  const ssize_t n = recv_now(s->fd, buf, len, MSG_DONTWAIT);
   if (n > 0) {
     if (s->first < 0) s->first = static_cast<uint8_t>(buf[0]);
     *got = static_cast<size_t>(n);
@@ -83,7 +84,7 @@ int bio_write(BIO *b, const char *buf, size_t len, size_t *put) {
     *put = len;
     return 1;
   }
-  const ssize_t n = ::send(s->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+  const ssize_t n = send_now(s->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
   if (n > 0) {
     *put = static_cast<size_t>(n);
     return 1;
