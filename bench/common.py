@@ -239,20 +239,16 @@ def fio_window(result, ddir):
     return end - result["jobs"][0][ddir]["runtime"] / 1000, end
 
 
-def log_window(result, ddir, paths):
-    """The wall-clock window log_rate measures in: from the first row to
-    the last of the jobs' interval logs (their times count from the end of
-    the ramp, where fio's runtime starts), not the drain after them."""
+def log_window(result, ddir, paths, interval_ms=None):
+    """The wall-clock window log_rate measures in: from the end of the
+    jobs' first interval to their last row (the times count from the end
+    of the ramp, where fio's runtime starts), not the drain after them. A
+    run in which nothing completed has no rows: then fio's own window."""
     start = fio_window(result, ddir)[0]
-    firsts, lasts = [], []
-    for p in paths:
-        t = [int(line.split(",")[0]) for line in p.read_text().splitlines() if line.strip()]
-        if t:
-            firsts.append(t[0])
-            lasts.append(t[-1])
-    if not firsts:
-        die("no fio interval log to take the window from")
-    return start + min(firsts) / 1000, start + max(lasts) / 1000
+    window = jobs_window([log_rows(p) for p in paths], interval_ms or STEADY_LOG_MS)
+    if window is None:
+        return fio_window(result, ddir)
+    return start + window[0] / 1000, start + window[1] / 1000
 
 
 def wait_ready(log, proc, seconds=10, line="mpnvme-target: ready", what="mpnvme-target"):
@@ -356,7 +352,7 @@ def control_stream(name, paths, transport, read, ramp, seconds, per_path=1):
 STEADY_LOG_MS = 500  # fio --log_avg_msec of the throughput logs steady_mib_s reads
 
 
-def steady_mib_s(paths):
+def steady_mib_s(paths, interval_ms=None):
     """Throughput of a time-based run from its fio bandwidth logs (one per
     job, NAME_bw.N.log: time in ms from the end of ramp_time, KiB/s over
     the interval ending there), the first interval left out: the bytes of
@@ -367,35 +363,70 @@ def steady_mib_s(paths):
     byte completed by the runtime, including the commands still in flight
     when the time is up (4 jobs x 256 x 128 KiB is 128 MiB, 9 % of a 3 s
     run at 477 MiB/s)."""
-    return log_rate(paths) / 1024
+    return log_rate(paths, interval_ms) / 1024
 
 
-def log_rate(paths):
-    """The rate of fio interval logs (bandwidth: KiB/s; IOPS: I/Os per
-    second), the first interval left out, as what the later intervals
-    moved (rate x length) over their time, summed over the jobs.
+def log_rows(path):
+    """A fio interval log's rows as (ms from the end of the ramp, value)."""
+    rows = [line.split(",") for line in path.read_text().splitlines() if line.strip()]
+    return [(int(r[0]), int(r[1])) for r in rows]
+
+
+def first_kept(rows, interval_ms):
+    """Where a job's measured time starts and the index of its first row
+    counted: its first interval is left out (the ramp's end is in it); a
+    job whose first row comes later than that (nothing completed at first)
+    is measured from the end of the first interval, the empty ones in it."""
+    if rows and rows[0][0] <= 1.5 * interval_ms:
+        return rows[0][0], 1
+    return interval_ms, 0
+
+
+def jobs_window(logs, interval_ms):
+    """(start, end) in ms of the jobs' logs together, None without a row."""
+    if not any(logs):
+        return None
+    return min(first_kept(rows, interval_ms)[0] for rows in logs), max(rows[-1][0] for rows in logs if rows)
+
+
+def log_rate(paths, interval_ms=None):
+    """The rate of fio interval logs written every `interval_ms` (bandwidth:
+    KiB/s; IOPS: I/Os per second), the first interval left out, as what the
+    later intervals moved (rate x length) over their time, summed over the
+    jobs, each over the time from its first interval to the jobs' last row.
 
     fio writes no row for an interval in which nothing completed, and the
     row after such a gap holds the rate of its own interval only: it is
-    credited with one interval (the log's usual spacing), and the gap with
-    nothing, not with the row's rate over the whole gap (a job that stalled
-    for a second then read above the line). A row that comes a little late
-    (up to half an interval) keeps its own length, as fio measured it."""
+    credited with one interval, and the gap with nothing, not with the
+    row's rate over the whole gap (a job that stalled for a second then
+    read above the line). A row that comes a little late (up to half an
+    interval) keeps its own length, as fio measured it. A stall at the
+    start (the first rows missing) or of one job at the end counts as
+    nothing moved too; a run in which nothing completed reads 0."""
     if not paths:
         die("no fio interval log to read (did the job write one?)")
+    interval_ms = interval_ms or STEADY_LOG_MS
+    logs = [log_rows(p) for p in paths]
+    window = jobs_window(logs, interval_ms)
+    if window is None:
+        return 0.0
+    end = window[1]
     total = 0.0
-    for p in paths:
-        rows = [line.split(",") for line in p.read_text().splitlines() if line.strip()]
-        t = [int(r[0]) for r in rows]
-        rate = [int(r[1]) for r in rows]
-        if len(t) < 3:
+    for p, rows in zip(paths, logs):
+        if not rows:
+            continue
+        start, kept = first_kept(rows, interval_ms)
+        if end - start < interval_ms:
             # Too short to measure: a silent skip would report the other
             # jobs' throughput as the whole.
-            die(f"{p}: {len(t)} interval log row(s), at least 3 needed (run longer)")
-        spans = [t[i] - t[i - 1] for i in range(1, len(t))]
-        usual = statistics.median(spans)
-        moved = sum(r * (s if s <= 1.5 * usual else usual) / 1000 for r, s in zip(rate[1:], spans))
-        total += moved / ((t[-1] - t[0]) / 1000)
+            die(f"{p}: rows over {end - start} ms, at least one interval ({interval_ms} ms) after the first needed "
+                "(run longer)")
+        moved, previous = 0.0, rows[kept - 1][0] if kept else 0
+        for t, rate in rows[kept:]:
+            span = t - previous
+            moved += rate * (span if span <= 1.5 * interval_ms else interval_ms) / 1000
+            previous = t
+        total += moved / ((end - start) / 1000)
     return total
 
 

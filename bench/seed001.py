@@ -28,6 +28,7 @@ import common
 NQN = "nqn.2026-11.io.mpnvme:seed001"
 RATE_MBIT = 1000
 EF = "0xb8"
+BULK_LOG_MS = 100  # the bulk job's bandwidth log: rows even in 1 s smoke runs
 # case: (direction, lab --classes, the latency job's marking)
 CASES = {
     "write, sk_priority": ("write", "priority:6", ["--sk_priority=io:6"]),
@@ -74,7 +75,7 @@ def fio_run(lab, tag, transport, direction, condition, marking, runtime):
            "--log_avg_msec=0", *(marking if condition != "contended" else [])]
     bw = lab.work / f"{tag}-bulk"
     bulk = ["--name=bulk", f"--traddr=10.1.{2 if condition == 'separate' else 1}.1", f"--rw={direction}", "--bs=128k",
-            "--iodepth=32", "--sk_priority=0", f"--write_bw_log={bw}", "--log_avg_msec=100"]  # 100 ms: rows even in 1 s smoke runs
+            "--iodepth=32", "--sk_priority=0", f"--write_bw_log={bw}", f"--log_avg_msec={BULK_LOG_MS}"]
     cmd = [*common.lab_fio(lab.name), *common_opts, "--output-format=json", f"--output={out}", *lat,
            *(bulk if condition != "idle" else [])]
     common.run_fio(cmd, tag, cwd=lab.work)
@@ -82,7 +83,7 @@ def fio_run(lab, tag, transport, direction, condition, marking, runtime):
     d = jobs["latency"][direction]
     pct = {k: d["clat_ns"]["percentile"][f] / 1000 for k, f in PERCENTILES}
     # Bytes over time from the bandwidth log, as everywhere in the bench.
-    bulk_mib_s = common.steady_mib_s(sorted(lab.work.glob(f"{tag}-bulk_bw.*.log"))) if "bulk" in jobs else 0.0
+    bulk_mib_s = common.steady_mib_s(sorted(lab.work.glob(f"{tag}-bulk_bw.*.log")), BULK_LOG_MS) if "bulk" in jobs else 0.0
     clat_us, times_ms = [], []
     for f in sorted(lab.work.glob(f"{tag}-lat_clat.*.log")):
         rows = [line.split(",") for line in f.read_text().splitlines() if line.strip()]

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """bench/common.py's log_rate on fio interval logs written here: steady
 rows, a late row and the short one after it, intervals fio left out
-(nothing completed: no row), jobs summed, and too few rows refused."""
+(nothing completed: no row) in the middle, at the start and at one job's
+end, jobs summed, a run in which nothing completed, and a run too short
+to measure refused."""
 import pathlib
 import subprocess
 import sys
@@ -44,11 +46,26 @@ with tempfile.TemporaryDirectory() as tmp:
     # Two jobs: their rates add.
     check("two jobs", common.log_rate([log(d, "d.1.log", [(500, 0), (1000, 300), (1500, 300)]),
                                        log(d, "d.2.log", [(500, 0), (1000, 200), (1500, 200)])]), 500)
-    # Two rows are not a measurement: refused, naming the file.
+    # Nothing completed in the first second (the CI run of b462cf9 saw it
+    # in a lossy MPTCP cell): measured from the end of the first interval,
+    # the empty ones in it, 2 x 500 ms at 1000 KiB/s over 1.5 s.
+    check("stall at the start", common.log_rate([log(d, "f.1.log", [(1500, 1000), (2000, 1000)])]), 2 * 0.5 * 1000 / 1.5)
+    # One job stalled for its last interval: its gap counts as nothing,
+    # over the same window as the job that kept going (300 + 200 / 2).
+    check("one job stalled at the end", common.log_rate([log(d, "g.1.log", [(500, 0), (1000, 300), (1500, 300)]),
+                                                         log(d, "g.2.log", [(500, 0), (1000, 200)])]), 400)
+    # A job with no row at all moved nothing; the other one its own rate.
+    check("one job without a row", common.log_rate([log(d, "h.1.log", []),
+                                                    log(d, "h.2.log", [(500, 0), (1000, 300), (1500, 300)])]), 300)
+    check("nothing completed", common.log_rate([log(d, "i.1.log", []), log(d, "i.2.log", [])]), 0)
+    # The interval is the log's, as the caller wrote it (seed001: 100 ms).
+    check("100 ms rows", common.log_rate([log(d, "j.1.log", [(100, 0), (200, 50), (300, 50), (600, 50)])], 100),
+          3 * 0.1 * 50 / 0.5)
+    # One interval after the first is not a measurement: refused, naming the file.
     r = subprocess.run([sys.executable, "-c", f"import sys; sys.dont_write_bytecode = True; sys.path.insert(0, {str(common.ROOT / 'bench')!r}); import common; "
-                        f"common.log_rate([__import__('pathlib').Path({str(log(d, 'e.1.log', [(500, 1), (1000, 1)]))!r})])"],
+                        f"common.log_rate([__import__('pathlib').Path({str(log(d, 'e.1.log', [(500, 1), (700, 1)]))!r})])"],
                        capture_output=True, text=True)
-    refused = r.returncode != 0 and "e.1.log" in r.stdout + r.stderr and "at least 3" in r.stdout + r.stderr
-    print(f"{'ok' if refused else 'FAIL'}: two rows refused: {(r.stdout + r.stderr).strip()[:200]}")
+    refused = r.returncode != 0 and "e.1.log" in r.stdout + r.stderr and "run longer" in r.stdout + r.stderr
+    print(f"{'ok' if refused else 'FAIL'}: a run too short refused: {(r.stdout + r.stderr).strip()[:200]}")
     failures += not refused
 sys.exit(1 if failures else 0)
