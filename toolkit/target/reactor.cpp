@@ -15,6 +15,7 @@
 #include "ktls_stream.hpp"
 #include "log.hpp"
 #include "reflected_tos.hpp"
+#include "sock.hpp"
 #include "socket_calls.hpp"
 
 namespace mpnvme::target {
@@ -159,6 +160,8 @@ void Reactor::start(int fd, PortState &port, std::string peer) {
   c.file_ops.resize(reg_.config().queue_entries, Op{Op::File});
   for (Op &o : c.file_ops)
     o.conn = &c;
+  // Not MPTCP: a TCP port's, or a TCP host's on an MPTCP port (a fallback).
+  c.plain_tcp = port.cfg.tls == TlsPort::None && !query_mptcp(fd).mptcp;
   if (port.cfg.tls == TlsPort::None)
     c.stream = std::make_unique<SocketStream>(fd);
   else
@@ -345,6 +348,14 @@ void Reactor::update_readiness() {
 // to 39% of the target's time in the lock's slow path), and at QD1 a turn
 // that read every connection and asked the ring for events cost three
 // system calls. Idle connections (an admin queue) wait for their report.
+//
+// One exception: a lone hot TCP connection (not MPTCP, no TLS: QD1 from
+// one TCP host) is read without the poll. Each turn is then one recvmsg
+// that gets the command or returns EAGAIN, where the poll's turn was a
+// poll and, once data came, a recvmsg: one system call less per command.
+// 12 alternating pairs of 3 s runs (TCP, QD1 --poll) had it 0.978x the
+// poll's latency, faster in 9. Over MPTCP the same was 1.055x (faster in 3
+// of 10), so MPTCP keeps the poll.
 bool Reactor::serve_sockets() {
   bool got = false;
   unread_ = false;
@@ -356,7 +367,9 @@ bool Reactor::serve_sockets() {
         hot_fds_.push_back({c.c->fd(), POLLIN | POLLRDHUP, 0});
         hot_.push_back(&c);
       }
-    if (!hot_fds_.empty() && poll_now(hot_fds_.data(), hot_fds_.size()) > 0)
+    if (hot_.size() == 1 && hot_[0]->plain_tcp)
+      hot_[0]->readable = true; // receive() clears it again on EAGAIN
+    else if (!hot_fds_.empty() && poll_now(hot_fds_.data(), hot_fds_.size()) > 0)
       for (size_t i = 0; i < hot_fds_.size(); i++)
         if (const short ev = hot_fds_[i].revents) {
           hot_[i]->readable = true;

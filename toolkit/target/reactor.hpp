@@ -73,6 +73,7 @@ private:
     bool read_cancelling = false; // hot while spinning: its POLLIN's cancel is in flight
     bool write_armed = false;     // a POLLOUT after a send that would block
     bool shut = false, cancelled = false;
+    bool plain_tcp = false; // not MPTCP, no TLS: a lone hot one is spun on with recvmsg (serve_sockets)
     std::chrono::steady_clock::time_point close_deadline{};
     std::chrono::steady_clock::time_point last_data{}; // when a receive last got bytes: hot ones are polled every turn
   };
