@@ -77,9 +77,19 @@ grep -q 'seed000-matrix.png' "$out/report.md" || fail "report.md does not embed 
 (($(stat -c %s "$out/seed000-matrix.png") > 10000)) || fail "seed000-matrix.png is nearly empty"
 # numa uses one controller: over TCP one path, over MPTCP one connection
 # whose subflows use both.
-read -r mp one < <(jq -r '.seed000.matrix | map(select(.condition == "lossless" and .iopolicy == "numa")) |
-  "\(map(select(.transport == "mptcp"))[0].randread.mib_s.median) \(map(select(.transport == "tcp"))[0].randread.mib_s.median)"' "$json")
-awk -v a="$mp" -v b="$one" 'BEGIN { exit !(a > 1.5 * b) }' || fail "one MPTCP connection over 2 paths ($mp MiB/s) not above 1.5x one TCP path ($one)"
+# One MPTCP connection sometimes stalls for a second at the start (the
+# kernel's, docs/design.md: 3 of 40 runs); in a 2 s run that halves it, and
+# then what is checked is that the bench saw the stall and flagged the cell.
+read -r mp one stalled < <(jq -r '.seed000.matrix | map(select(.condition == "lossless" and .iopolicy == "numa")) |
+  (map(select(.transport == "mptcp"))[0].randread) as $m |
+  "\($m.mib_s.median) \(map(select(.transport == "tcp"))[0].randread.mib_s.median) \($m.stalls.window)"' "$json")
+if ((stalled > 0)); then
+  grep -qE '^\| cubic \| mptcp \| numa \| lossless \| [^|]*\[!stalled in [0-9]+ of [0-9]+\]' "$out/report.md" ||
+    fail "one MPTCP connection stalled ($mp MiB/s) and its cell is not flagged: $(grep '| mptcp | numa | lossless' "$out/report.md")"
+  echo "ok: one MPTCP connection over 2 paths stalled in its window ($mp MiB/s), flagged"
+else
+  awk -v a="$mp" -v b="$one" 'BEGIN { exit !(a > 1.5 * b) }' || fail "one MPTCP connection over 2 paths ($mp MiB/s) not above 1.5x one TCP path ($one)"
+fi
 grep -A3 '^| cc | transport | iopolicy' "$out/report.md"
 echo "ok: one MPTCP connection over 2 paths $mp MiB/s, one TCP path $one MiB/s"
 
