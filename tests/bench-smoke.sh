@@ -56,14 +56,16 @@ jq -e '[.seed000.matrix[], .seed000.extra[] | .randread, .randwrite | (.raw_mib_
 # cell: the wire is above zero and below what the line allows (frames and
 # headers included), the counts are of the cell's runs. Where nothing but
 # TCP's own buffers lies between them (lossless TCP round-robin), the wire
-# carried about what the engine counted: a sampler that missed a path reads
-# half.
+# carried what the engine counted within 10 %: a sampler that missed a path
+# reads half, and a rate that kept fio's last interval (the completions of
+# the commands in flight when the time was up) read 1.02..1.15x its wire
+# where it now reads within 0.5 % of it.
 bad=$(jq -c '[.seed000.matrix[], .seed000.extra[] | .line_mib_s as $line | .randread, .randwrite |
   select(((.wire_mib_s.median > 0) and (.wire_mib_s.median < 1.1 * $line) and (.stalls.ramp | type == "number") and
   (.stalls.window <= .runs)) | not) | {mib_s: .mib_s.median, wire_mib_s: .wire_mib_s.median, stalls, runs}]' "$json")
 [[ $bad == "[]" ]] || fail "cells whose wire rate or stall counts make no sense: $bad"
 jq -e '[.seed000.matrix[] | select(.transport == "tcp" and .iopolicy == "round-robin" and .condition == "lossless") |
-  .randread, .randwrite | (.wire_mib_s.median > 0.6 * .mib_s.median) and (.wire_mib_s.median < 1.4 * .mib_s.median)] |
+  .randread, .randwrite | (.wire_mib_s.median > 0.9 * .mib_s.median) and (.wire_mib_s.median < 1.1 * .mib_s.median)] |
   all' "$json" >/dev/null || fail "lossless TCP round-robin: the wire is far from what the engine moved: $(jq -c '[.seed000.matrix[] |
   select(.transport == "tcp" and .iopolicy == "round-robin" and .condition == "lossless") | .randread, .randwrite |
   {mib_s: .mib_s.median, wire: .wire_mib_s.median}]' "$json")"
