@@ -245,11 +245,11 @@ def log_window(result, ddir, paths, interval_ms=None):
     the end of the ramp, where fio's runtime starts), not the drain after
     them. A run in which nothing completed has no rows: then fio's own
     window."""
-    start = fio_window(result, ddir)[0]
+    fio = fio_window(result, ddir)
     window = jobs_window([log_rows(p) for p in paths], interval_ms or STEADY_LOG_MS)
     if window is None:
-        return fio_window(result, ddir)
-    return start + window[0] / 1000, start + window[1] / 1000
+        return fio
+    return fio[0] + window[0] / 1000, fio[0] + window[1] / 1000
 
 
 def wait_ready(log, proc, seconds=10, line="mpnvme-target: ready", what="mpnvme-target"):
@@ -358,9 +358,9 @@ def steady_mib_s(paths, interval_ms=None):
     job, NAME_bw.N.log: time in ms from the end of ramp_time, KiB/s over
     the interval ending there), the first and the last interval left out:
     the bytes of the intervals between (rate x length) over their time,
-    summed over the jobs. Not the mean of the rates: an interval the process was late to
-    close is long and slow, the next one short and fast, and their mean
-    reads above the line. And not fio's own figure, which divides every
+    summed over the jobs. Not the mean of the rates: an interval the
+    process was late to close is long and slow, the next one short and
+    fast, and their mean reads above the line. And not fio's own figure, which divides every
     byte completed by the runtime, including the commands still in flight
     when the time is up (4 jobs x 256 x 128 KiB is 128 MiB, 9 % of a 3 s
     run at 477 MiB/s)."""
@@ -445,8 +445,7 @@ def log_buckets(paths, width_ms):
     the end of): {interval number: MiB/s}."""
     buckets = {}
     for p in paths:
-        for line in p.read_text().splitlines():
-            t_ms, kib_s = (int(x.strip()) for x in line.split(",")[:2])
+        for t_ms, kib_s in log_rows(p):
             k = (t_ms + width_ms // 2) // width_ms
             buckets[k] = buckets.get(k, 0) + kib_s / 1024
     return buckets

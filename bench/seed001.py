@@ -86,9 +86,9 @@ def fio_run(lab, tag, transport, direction, condition, marking, runtime):
     bulk_mib_s = common.steady_mib_s(sorted(lab.work.glob(f"{tag}-bulk_bw.*.log")), BULK_LOG_MS) if "bulk" in jobs else 0.0
     clat_us, times_ms = [], []
     for f in sorted(lab.work.glob(f"{tag}-lat_clat.*.log")):
-        rows = [line.split(",") for line in f.read_text().splitlines() if line.strip()]
-        clat_us += [int(r[1]) / 1000 for r in rows]
-        times_ms += [int(r[0]) for r in rows]
+        rows = common.log_rows(f)
+        clat_us += [ns / 1000 for _, ns in rows]
+        times_ms += [t for t, _ in rows]
     # I/Os over time from the same log (every completion is in it).
     if len(times_ms) < 3 or max(times_ms) == min(times_ms):
         common.die(f"{tag}: the latency log has {len(times_ms)} completions, too few to measure")

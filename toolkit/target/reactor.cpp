@@ -353,9 +353,9 @@ void Reactor::update_readiness() {
 // one TCP host) is read without the poll. Each turn is then one recvmsg
 // that gets the command or returns EAGAIN, where the poll's turn was a
 // poll and, once data came, a recvmsg: one system call less per command.
-// 12 alternating pairs of 3 s runs (TCP, QD1 --poll) had it 0.978x the
-// poll's latency, faster in 9. Over MPTCP the same was 1.055x (faster in 3
-// of 10), so MPTCP keeps the poll.
+// 14 alternating pairs of 3 s runs (TCP, QD1 --poll) had it 0.966x the
+// poll's latency, faster in 11. Over MPTCP the same was 1.055x (faster in
+// 3 of 10), so MPTCP keeps the poll.
 bool Reactor::serve_sockets() {
   bool got = false;
   unread_ = false;
