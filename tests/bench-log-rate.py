@@ -73,6 +73,9 @@ with tempfile.TemporaryDirectory() as tmp:
     # The interval is the log's, as the caller wrote it (seed001: 100 ms).
     check("100 ms rows", common.log_rate([log(d, "j.1.log", [(100, 0), (200, 50), (300, 50), (600, 50), (700, 0)])], 100),
           3 * 0.1 * 50 / 0.5)
+    # One interval between the first and the last, its rows a millisecond
+    # early (fio's drift): measured, not refused.
+    check("one interval, drifted", common.log_rate([log(d, "m.1.log", [(501, 0), (1000, 100), (1500, 900)])]), 100)
     # Without an interval between the first and the last: refused, naming the file.
     r = subprocess.run([sys.executable, "-c", f"import sys; sys.dont_write_bytecode = True; sys.path.insert(0, {str(common.ROOT / 'bench')!r}); import common; "
                         f"common.log_rate([__import__('pathlib').Path({str(log(d, 'e.1.log', [(500, 1), (1000, 1)]))!r})])"],
