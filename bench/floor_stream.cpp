@@ -6,6 +6,14 @@
 // target namespace and serves every path address; `stream` runs in the
 // host namespace and measures, after a ramp, the bytes its connections
 // moved.
+//
+// A control ends only when its connections are gone: the host sends its
+// FIN, the sink stops sending when it sees it, and both sides read what is
+// still in flight up to the other's FIN. A control that shut its sockets
+// and left had the sink's subflows on a 100 Mbit path still sending for
+// more than a second into the host's orphaned sockets, and the engine run
+// after it wrote at 78-92 MiB/s instead of 110-123 (unequal paths, one
+// MPTCP connection): the next run must start on idle paths.
 #include "floor_stream.hpp"
 
 #include <atomic>
@@ -32,13 +40,39 @@ constexpr char kWrite = 'W'; // the sink receives (a write)
 
 void set_blocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK); }
 
-// Send `buf` until the peer goes away; receive until it closes.
-void pump_out(int fd, const std::vector<uint8_t> &buf, std::atomic<uint64_t> *count) {
-  for (;;) {
-    const ssize_t r = ::send(fd, buf.data(), buf.size(), MSG_NOSIGNAL);
-    if (r < 0 && errno == EINTR) continue;
+// How long a side waits for the other's FIN once the measurement is over:
+// what a socket buffer holds crosses a 100 Mbit path in well under that.
+constexpr int kDrainMs = 10000;
+
+// Send `buf` until `stop` is set or the peer goes away (its FIN, an error).
+void pump_out(int fd, const std::vector<uint8_t> &buf, std::atomic<uint64_t> *count, const std::atomic<bool> &stop) {
+  while (!stop.load(std::memory_order_relaxed)) {
+    pollfd p{fd, POLLOUT | POLLRDHUP, 0};
+    if (::poll(&p, 1, 100) < 0 && errno != EINTR) return;
+    if (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) return;
+    if (!(p.revents & POLLOUT)) continue;
+    const ssize_t r = ::send(fd, buf.data(), buf.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (r <= 0) return;
     if (count) count->fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
+  }
+}
+
+// A receive that waits longer than kDrainMs fails (EAGAIN): a peer that
+// never sends its FIN cannot hold a control forever.
+void bound_receives(int fd) {
+  const timeval limit{kDrainMs / 1000, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+}
+
+// Our FIN, then what is still in flight up to the peer's FIN (bounded).
+void finish(int fd, std::vector<uint8_t> &buf) {
+  ::shutdown(fd, SHUT_WR);
+  bound_receives(fd);
+  for (;;) {
+    const ssize_t r = ::recv(fd, buf.data(), buf.size(), 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return;
   }
 }
 
@@ -55,10 +89,12 @@ void serve(int fd, size_t chunk) {
   char dir = 0;
   if (::recv(fd, &dir, 1, MSG_WAITALL) == 1) {
     std::vector<uint8_t> buf(chunk, 0x5a);
+    const std::atomic<bool> never{false};
     if (dir == kRead)
-      pump_out(fd, buf, nullptr);
+      pump_out(fd, buf, nullptr, never); // until the host's FIN
     else
       pump_in(fd, buf, nullptr);
+    finish(fd, buf);
   }
   ::close(fd);
 }
@@ -94,19 +130,21 @@ nlohmann::json stream(const std::vector<PathAddr> &to, Transport transport, bool
   for (const PathAddr &a : to) {
     conns.push_back(connect_stream(a, s));
     set_blocking(conns.back().get());
+    bound_receives(conns.back().get());
     const char dir = read ? kRead : kWrite;
     if (::send(conns.back().get(), &dir, 1, MSG_NOSIGNAL) != 1)
       throw std::runtime_error(fmt::format("{}: send: {}", a.display(), strerror(errno)));
   }
   std::vector<std::atomic<uint64_t>> moved(conns.size());
+  std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
   for (size_t i = 0; i < conns.size(); i++)
     threads.emplace_back([&, i, fd = conns[i].get()] {
       std::vector<uint8_t> buf(chunk, 0x77);
       if (read)
-        pump_in(fd, buf, &moved[i]);
+        pump_in(fd, buf, &moved[i]); // until the sink's FIN, after ours
       else
-        pump_out(fd, buf, &moved[i]);
+        pump_out(fd, buf, &moved[i], stop);
     });
   auto snapshot = [&] {
     std::vector<uint64_t> v;
@@ -131,10 +169,17 @@ nlohmann::json stream(const std::vector<PathAddr> &to, Transport transport, bool
     subflows.push_back(st.mptcp ? st.subflows + 1 : 0);
     all_mptcp = all_mptcp && st.mptcp;
   }
-  for (Fd &c : conns)
-    ::shutdown(c.get(), SHUT_RDWR);
+  stop = true;
+  if (read)
+    for (Fd &c : conns)
+      ::shutdown(c.get(), SHUT_WR);
   for (auto &t : threads)
     t.join();
+  if (!read) {
+    std::vector<uint8_t> buf(chunk);
+    for (Fd &c : conns)
+      finish(c.get(), buf);
+  }
   return {{"test", "stream"},
           {"direction", read ? "read" : "write"},
           {"transport", transport_name(transport)},
