@@ -44,9 +44,10 @@ void set_blocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
 // what a socket buffer holds crosses a 100 Mbit path in well under that.
 constexpr int kDrainMs = 10000;
 
-// Send `buf` until `stop` is set or the peer goes away (its FIN, an error).
-void pump_out(int fd, const std::vector<uint8_t> &buf, std::atomic<uint64_t> *count, const std::atomic<bool> &stop) {
-  while (!stop.load(std::memory_order_relaxed)) {
+// Send `buf` until `stop` is set (never, without one) or the peer goes away
+// (its FIN, an error).
+void pump_out(int fd, const std::vector<uint8_t> &buf, std::atomic<uint64_t> *count, const std::atomic<bool> *stop) {
+  while (!(stop && stop->load(std::memory_order_relaxed))) {
     pollfd p{fd, POLLOUT | POLLRDHUP, 0};
     if (::poll(&p, 1, 100) < 0 && errno != EINTR) return;
     if (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) return;
@@ -89,9 +90,8 @@ void serve(int fd, size_t chunk) {
   char dir = 0;
   if (::recv(fd, &dir, 1, MSG_WAITALL) == 1) {
     std::vector<uint8_t> buf(chunk, 0x5a);
-    const std::atomic<bool> never{false};
     if (dir == kRead)
-      pump_out(fd, buf, nullptr, never); // until the host's FIN
+      pump_out(fd, buf, nullptr, nullptr); // until the host's FIN
     else
       pump_in(fd, buf, nullptr);
     finish(fd, buf);
@@ -144,7 +144,7 @@ nlohmann::json stream(const std::vector<PathAddr> &to, Transport transport, bool
       if (read)
         pump_in(fd, buf, &moved[i]); // until the sink's FIN, after ours
       else
-        pump_out(fd, buf, &moved[i], stop);
+        pump_out(fd, buf, &moved[i], &stop);
     });
   auto snapshot = [&] {
     std::vector<uint64_t> v;

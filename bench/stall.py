@@ -41,12 +41,12 @@ def one(lab, tag, traddr_paths, seconds, extra=()):
 
 def run(runs, work, variants=False, seconds=4, only=""):
     res = {"runs": runs, "seconds": seconds, "conditions": []}
-    cc = common.DEFAULT_CC
-    cases = [("round-robin, one connection per path, endpoints all", 4, "all", cc, ())]
+    cubic = common.DEFAULT_CC
+    cases = [("round-robin, one connection per path, endpoints all", 4, "all", cubic, ())]
     if variants:
-        cases += [("one MPTCP connection, endpoints all", 1, "all", cc, ()),
-                  ("one MPTCP connection, endpoints all, mptcp_join_wait=1000", 1, "all", cc, ("--mptcp_join_wait=1000",)),
-                  ("round-robin, endpoints others", 4, "others", cc, ()),
+        cases += [("one MPTCP connection, endpoints all", 1, "all", cubic, ()),
+                  ("one MPTCP connection, endpoints all, mptcp_join_wait=1000", 1, "all", cubic, ("--mptcp_join_wait=1000",)),
+                  ("round-robin, endpoints others", 4, "others", cubic, ()),
                   ("round-robin, endpoints others, bbr", 4, "others", "bbr", ())]
     if only:
         cases = [c for c in cases if only in c[0]]
