@@ -9,8 +9,10 @@
 # control (mpnvme-floor stream against mpnvme-floor sink: the engine's
 # connections, direction and time over bare sockets). One line per run
 # on the console: "BENCH TAG JSON", then "BENCH-DONE".
-#   /files/params: PATHS RATE_MBIT DELAY_MS LOSS_PCT RUNTIME RAMP PRELOAD (shell
-#                  variables; PRELOAD: the ASan runtime of a sanitizer build)
+#   /files/params: PATHS RATE_MBIT DELAY_MS LOSS_PCT LOSS_VIA LOSS_UNIT RUNTIME RAMP
+#                  PRELOAD (shell variables; the loss model as mpnvme-lab's
+#                  --loss-via and --loss-unit; PRELOAD: the ASan runtime of a
+#                  sanitizer build)
 #   /files/plan:   CONDITION SIDE TRANSPORT IOPOLICY RW TAG, one per line
 #                  (SIDE: engine, kernel or raw)
 set -uo pipefail
@@ -79,13 +81,13 @@ cpu_now() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $
 # TCP, TcpExt and MPTcpExt counters that moved).
 counted() {
   snapshot >/tmp/after
-  say "$1-counters $(awk 'NR == FNR { b[$1] = $2; next } $1 ~ /\.(Tcp|TcpExt|MPTcpExt)\./ && $2 != b[$1] && $2 ~ /^[0-9]+$/ {
+  say "$1-counters $(awk 'NR == FNR { b[$1] = $2; next } $1 ~ /\.(Tcp|TcpExt|MPTcpExt|IpExt)\./ && $2 != b[$1] && $2 ~ /^[0-9]+$/ {
     printf "%s\"%s\": %d", n++ ? ", " : "{", $1, $2 - b[$1] } END { print n ? "}" : "{}" }' "$2" /tmp/after)"
 }
 
 up() { # CONDITION: the lab and mpnvme-target --job serving every path
   local cond=$1 args=(--paths "$PATHS" --rate "${RATE_MBIT}mbit" --cc cubic --endpoints all)
-  [[ $cond == lossy ]] && args+=(--delay "$DELAY_MS" --loss "$LOSS_PCT")
+  [[ $cond == lossy ]] && args+=(--delay "$DELAY_MS" --loss "$LOSS_PCT" --loss-via "$LOSS_VIA" --loss-unit "$LOSS_UNIT")
   local out
   out=$($LAB up "${args[@]}" 2>&1) || { say "lab-failed $cond: $(tr '\n' ' ' <<<"$out")"; return 1; }
   # The target listens MPTCP: plain TCP hosts (the kernel's, the engine's
@@ -141,13 +143,21 @@ kernel_cell() {
   MPNVME_TRANSPORT=$transport $LAB exec host mpnvme-nvmet disconnect --job "$JOB" >/dev/null 2>&1
 }
 
-# What the loss rules dropped on the host side against what it sent, and
-# the mean size of what was sent: the rules drop whole GSO packets.
+# What the lab dropped in each direction against what each side sent, and
+# the senders' own TCP counters (the kernel's record of the loss): the lab's
+# counters --json, with the host side's packets and bytes sent.
 loss_counters() { # CONDITION
-  local dropped sent
-  dropped=$($LAB exec host nft list chain inet mpnvme_lab output | awk '/drop/ { for (i = 1; i < NF; i++) if ($i == "packets") s += $(i + 1) } END { print s + 0 }')
-  sent=$($LAB counters --json | jq -c '{tx_packets: ([.[].tx_packets] | add), tx_bytes: ([.[].tx_bytes] | add)}')
-  say "counters $1 {\"dropped\": $dropped, \"sent\": $sent}"
+  say "counters $1 $($LAB counters --json | jq -c '{dropped: (.directions.to_target.dropped_packets + .directions.to_host.dropped_packets),
+    loss_unit, loss_via, directions, sent: {tx_packets: ([.paths[].tx_packets] | add), tx_bytes: ([.paths[].tx_bytes] | add)}}')"
+}
+
+# flows TAG PORT: the TCP connections (MPTCP subflows included) established
+# on each path to PORT, counted in the host namespace midway through a
+# run: the flows whose congestion control shares out a lossy path.
+flows() {
+  sleep $((RAMP + RUNTIME / 2))
+  say "$1-flows $($LAB exec host ss -tnH state established "( dport = :$2 )" | awk -v n="$PATHS" '
+    { split($4, a, ":"); split(a[1], o, "."); c[o[3]]++ } END { printf "["; for (i = 1; i <= n; i++) printf "%s%d", (i > 1 ? "," : ""), c[i]; print "]" }')"
 }
 
 current=""
@@ -164,11 +174,16 @@ while read -r cond side transport policy rw tag; do
   # measured window; set-up under emulation takes longer than the run).
   (while sleep 1; do cpu_now; done) >/tmp/cpu.log &
   sampler=$!
+  port=4420
+  [[ $side == raw ]] && port=$CONTROL_PORT
+  flows "$tag" $port &
+  counter=$!
   case $side in
   engine) engine_cell "$tag" "$transport" "$policy" "$rw" ;;
   raw) raw_cell "$tag" "$transport" "$policy" "$rw" ;;
   *) kernel_cell "$tag" "$policy" "$rw" "$transport" ;;
   esac
+  wait $counter
   counted "$tag" /tmp/before
   kill "$sampler" 2>/dev/null
   # How busy the one emulated CPU was over the measured window: near 1,

@@ -55,9 +55,11 @@ def cells(full):
 
 def guest_binaries():
     """What the guest needs from this machine: its tools and our programs."""
-    progs = [shutil.which(p) for p in ("bash", "ip", "tc", "nft", "jq", "fio")]
+    names = ("bash", "ip", "tc", "ss", "nstat", "nft", "ethtool", "jq", "fio")
+    progs = [shutil.which(p) for p in names]
     if None in progs:
-        common.die("the guest needs bash, iproute2, nftables, jq and fio on this machine")
+        common.die(f"the guest needs {', '.join(n for n, p in zip(names, progs) if not p)} on this machine (iproute2, nftables, "
+                   "ethtool, jq, fio)")
     b = common.BUILD
     ours = [common.ENGINE, common.TARGET, common.FLOOR, b / "toolkit" / "nvmet" / "mpnvme-nvmet",
             b / "toolkit" / "iopolicy" / "mpnvme-iopolicy"]
@@ -85,6 +87,11 @@ class Shape:
     runtime: int = 8
     ramp: int = 3
     conditions: tuple = ("lossless", "lossy")
+    # The loss as the upstream selftest makes it: netem on each sender's
+    # egress, dropping whole GSO packets (mpnvme-lab --loss-via netem
+    # --loss-unit packet).
+    loss_via: str = "netem"
+    loss_unit: str = "packet"
     rws: tuple = ("randread", "randwrite")
     cells: list = dataclasses.field(default_factory=lambda: cells(False))
 
@@ -159,7 +166,7 @@ def execute(shape, runs, work, kernel, name="guest"):
     gdir = work / f"{name}-{re.sub(r'[^A-Za-z0-9.]', '_', kernel)}"
     gdir.mkdir()
     (gdir / "plan").write_text("\n".join(plan) + "\n")
-    (gdir / "params").write_text(f"PATHS={paths} RATE_MBIT={shape.rate_mbit:g} DELAY_MS={shape.delay_ms:g} LOSS_PCT={LOSS_PCT} RUNTIME={runtime} RAMP={ramp} "
+    (gdir / "params").write_text(f"PATHS={paths} RATE_MBIT={shape.rate_mbit:g} DELAY_MS={shape.delay_ms:g} LOSS_PCT={LOSS_PCT} LOSS_VIA={shape.loss_via} LOSS_UNIT={shape.loss_unit} RUNTIME={runtime} RAMP={ramp} "
                                  f"PRELOAD={asan_runtime()}\n")
     setup = gdir / "setup.sh"
     setup.write_text("/usr/local/bin/bash /files/guest-bench.sh > /dev/console 2>&1 &\n")
@@ -204,20 +211,22 @@ def execute(shape, runs, work, kernel, name="guest"):
 
 
 def parse(text, shape, runs, boot_s, total_s):
-    by_tag, notes, counters, splits, labs, kernel_counters, cpu_busy = {}, [], {}, {}, [], {}, {}
+    by_tag, notes, counters, splits, labs, kernel_counters, cpu_busy, flows = {}, [], {}, {}, [], {}, {}, {}
     for line in text.splitlines():
-        m = re.match(r"BENCH (\S+) (\S+ )?(\{.*\})\s*$", line.replace("\r", ""))
-        if m and m.group(1) == "counters":
+        m = re.match(r"BENCH (\S+) (\S+ )?([\[{].*[\]}])\s*$", line.replace("\r", ""))
+        if re.match(r"BENCH \S+-paths ", line):
+            tag, split = line[6:].split(" ", 1)
+            splits[tag[:-len("-paths")]] = split.strip()
+        elif m and m.group(1) == "counters":
             counters[m.group(2).strip()] = json.loads(m.group(3))
         elif m and m.group(1).endswith("-counters"):
             kernel_counters[m.group(1)[:-len("-counters")]] = json.loads(m.group(3))
+        elif m and m.group(1).endswith("-flows"):
+            flows[m.group(1)[:-len("-flows")]] = json.loads(m.group(3))
         elif m and m.group(1).endswith("-cpu"):
             cpu_busy[m.group(1)[:-len("-cpu")]] = json.loads(m.group(3))["busy"]
         elif m and not m.group(2):
             by_tag[m.group(1)] = json.loads(m.group(3))
-        elif re.match(r"BENCH \S+-paths ", line):
-            tag, split = line[6:].split(" ", 1)
-            splits[tag[:-len("-paths")]] = split.strip()
         elif line.startswith("BENCH lab "):
             labs.append(line[10:].strip())
         elif line.startswith("BENCH "):

@@ -80,7 +80,7 @@ class MatrixLab:
     def wire_bytes(self, rw):
         """Bytes the host side of each path received (reads) or sent (writes)."""
         key = "rx_bytes" if rw == "randread" else "tx_bytes"
-        return [p[key] for p in json.loads(self.lab("counters", "--json"))]
+        return [p[key] for p in json.loads(self.lab("counters", "--json"))["paths"]]
 
     def fio(self, tag, transport, iopolicy, rw, runtime, ramp, paths=None, extra=()):
         """One fio run of the seed workload in the host namespace; returns

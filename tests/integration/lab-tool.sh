@@ -6,9 +6,9 @@ source "$(dirname "$0")/lib.sh"
 links_before=$(ip -o link | wc -l)
 lab_up --paths 3 --rate 100mbit --loss 1 --cc cubic --backup 3
 H=$lab-host T=$lab-target
-# The lab drops 1 % of every path's packets (--loss 1), and an nft drop in
-# the output hook fails ping's sendto: a path counts as reachable when one of
-# five pings gets through (all five lost: 1e-10).
+# The lab drops 1 % of every path's packets (--loss 1) on arrival: a path
+# counts as reachable when one of five pings gets through (all five lost:
+# about 1e-8 with the reply's loss).
 reaches() { for _ in 1 2 3 4 5; do in_host busybox ping -c 1 -W 2 "$1" >/dev/null 2>&1 && return 0; done; return 1; }
 [[ $(in_host ip -o -4 addr show | grep -c '10\.1\.[123]\.2/24') == 3 ]] && pass "3 paths with host addresses" || fail "host addresses"
 [[ $(in_target ip -o -4 addr show | grep -c '10\.1\.[123]\.1/24') == 3 ]] && pass "target addresses" || fail "target addresses"
@@ -16,17 +16,26 @@ grep -q 'tbf.*rate 100Mbit' <<<"$(tc -n "$H" qdisc show dev h2)" && pass "rate s
 [[ $(in_target sysctl -n net.ipv4.tcp_congestion_control) == cubic ]] && pass "cc cubic" || fail "cc"
 grep -q '10.1.3.1 .*signal backup' <<<"$(ip -n "$T" mptcp endpoint show)" && pass "backup endpoint" || fail "endpoints: $(ip -n "$T" mptcp endpoint show)"
 [[ $(ip -n "$H" mptcp endpoint show | grep -c subflow) == 2 ]] && pass "host subflow endpoints" || fail "host endpoints"
-grep -q 'oifname "h1" numgen random mod 1000 < 10' <<<"$(in_host nft list chain inet mpnvme_lab output)" && pass "1% loss rule" || fail "loss rule"
-"$LAB" -n "$lab" status --json | jq -e '.counters | length == 3' >/dev/null && pass "status --json" || fail "status --json"
+# On arrival in each namespace (prerouting), never on the way out.
+grep -q 'iifname "h1" numgen random mod 100000 < 1000 counter name "drop_h1" drop' <<<"$(in_host nft list chain inet mpnvme_lab prerouting)" &&
+  grep -q 'iifname "t1" numgen random mod 100000 < 1000 counter name "drop_t1" drop' <<<"$(in_target nft list chain inet mpnvme_lab prerouting)" &&
+  pass "1% loss rules on arrival at both ends" || fail "loss rules: $(in_host nft list table inet mpnvme_lab)"
+grep -q drop <<<"$(in_host nft list chain inet mpnvme_lab output)" && fail "a drop rule in the output hook (a local send error, not loss)"
+"$LAB" -n "$lab" status --json | jq -e '.counters.paths | length == 3' >/dev/null && pass "status --json" || fail "status --json"
+"$LAB" -n "$lab" counters --json | jq -e '.loss_unit == "segment" and .loss_via == "nft" and .paths[0].loss_pct == 1
+  and (.directions.to_target.sender_tcp | has("TcpRetransSegs") and has("TcpExtTCPTimeouts"))' >/dev/null &&
+  pass "counters --json: loss model, per-path loss and the senders' TCP counters" || fail "counters --json: $("$LAB" -n "$lab" counters --json)"
 reaches 10.1.2.1 && pass "path 2 reachable" || fail "ping path 2"
 "$LAB" -n "$lab" link 2 down
-[[ $("$LAB" -n "$lab" counters --json | jq -r '.[1].operstate') == DOWN ]] && pass "link 2 down" || fail "link 2 state"
+[[ $("$LAB" -n "$lab" counters --json | jq -r '.paths[1].operstate') == DOWN ]] && pass "link 2 down" || fail "link 2 state"
 in_host busybox ping -c 1 -W 1 10.1.2.1 >/dev/null 2>&1 && fail "path 2 still carries traffic"
 "$LAB" -n "$lab" link 2 up
 sleep 0.5
 reaches 10.1.2.1 && pass "link 2 back up" || fail "path 2 after up"
 "$LAB" -n "$lab" loss 1 0
-grep -q 'oifname "h1".*drop' <<<"$(in_host nft list chain inet mpnvme_lab output)" && fail "loss on path 1 not removed" || pass "loss 1 0 removes the rule"
+grep -q 'iifname "h1".*drop' <<<"$(in_host nft list chain inet mpnvme_lab prerouting)" && fail "loss on path 1 not removed" || pass "loss 1 0 removes the rule"
+[[ $(in_host ethtool -k h1 | awk '/^tcp-segmentation-offload:/ {print $2}') == on ]] && pass "loss 1 0 turns the offloads back on" ||
+  fail "TSO still off on a lossless path"
 "$LAB" -n "$lab" loss 2 100 || fail "loss 2 100 refused"
 in_host busybox ping -c 1 -W 1 10.1.2.1 >/dev/null 2>&1 && fail "path 2 not blackholed" || pass "loss 2 100 blackholes path 2"
 "$LAB" -n "$lab" loss 2 0
@@ -41,6 +50,8 @@ refuse() { # TEXT ARGS...
 refuse "path 7 does not exist" link 7 down
 refuse "down or up, not 'sideways'" link 1 sideways
 refuse "loss must be a percentage" loss 1 lots
+refuse "--loss-unit must be segment or packet, not 'byte'" up --paths 1 --loss 1 --loss-unit byte
+refuse "--loss-via must be nft or netem, not 'magic'" up --paths 1 --loss 1 --loss-via magic
 refuse "--paths must be 1..8" up --paths 9
 refuse "--rate: 2 rates for 3 paths" up --paths 3 --rate 10mbit,20mbit
 "$LAB" -n "$lab" down >/dev/null
@@ -79,9 +90,11 @@ if modprobe -n sch_netem 2>/dev/null && tc qdisc add dev lo root netem delay 1ms
   echo "netem available: delay accepted here"
 else
   refuse "--delay needs the netem qdisc" up --paths 1 --delay 5
+  refuse "--loss-via netem needs the netem qdisc" up --paths 1 --loss 1 --loss-via netem
   grep -q "^$lab-" <<<"$(ip netns list)" && fail "failed up left namespaces behind" || pass "failed up left nothing"
 fi
 "$LAB" -n "$lab" down >/dev/null && "$LAB" -n "$lab" down >/dev/null && pass "down twice is fine" || fail "down twice failed"
 grep -q "^$lab-" <<<"$(ip netns list)" && fail "namespaces left" || pass "no namespace left"
+[[ -e /run/mpnvme-lab/$lab.state ]] && fail "down left the lab's state file" || pass "no state file left"
 [[ $(ip -o link | wc -l) == "$links_before" ]] && pass "no interface left in the root namespace" || fail "interfaces left"
 finish

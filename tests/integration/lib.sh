@@ -14,7 +14,9 @@ cd "$work" || exit 1 # what fio writes (verify state files) stays out of the che
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 failures=0
 
+watchers=""
 cleanup() {
+  [[ -n $watchers ]] && kill $watchers 2>/dev/null
   [[ -n ${target_pid:-} ]] && kill "$target_pid" 2>/dev/null && wait "$target_pid" 2>/dev/null
   "$LAB" -n "$lab" down >/dev/null 2>&1
   if grep -qsE 'ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:' "$work"/*.log; then
@@ -75,4 +77,27 @@ run_fio() {
 
 json() { sed -n '/^{/,$p' "$work/$1.json"; }
 # host-side rx+tx bytes per path, as "path bytes" lines
-path_bytes() { "$LAB" -n "$lab" counters --json | jq -r '.[] | "\(.path) \(.rx_bytes + .tx_bytes)"'; }
+path_bytes() { "$LAB" -n "$lab" counters --json | jq -r '.paths[] | "\(.path) \(.rx_bytes + .tx_bytes)"'; }
+
+# watch_path PATH LOG: from now until the test ends, every 100 ms one line
+# "TIME BYTES DOWNS UPS" in $work/watch-PATH: the time, the bytes path PATH
+# carried so far (host side, both directions), and how many "path down" and
+# "path up again" lines of that path the engine log LOG holds.
+watch_path() {
+  local p=$1 log=$2
+  in_host bash -c "while :; do echo \$(date +%s.%N) \$((\$(cat /sys/class/net/h$p/statistics/rx_bytes) + \$(cat /sys/class/net/h$p/statistics/tx_bytes))) \
+    \$(grep -cE '10.1.$p.1:4420 qid [0-9]+: path down' $log 2>/dev/null) \$(grep -cE '10.1.$p.1:4420 qid [0-9]+: path up again' $log 2>/dev/null); sleep 0.1; done" \
+    >"$work/watch-$p" 2>/dev/null &
+  watchers+=" $!"
+}
+# failover_times PATH START END: how the engine saw a fault of PATH from
+# START to END (date +%s.%N): when it declared the path down, and how long
+# after END the path carried I/O again (100 KB or more in 100 ms); "-"
+# where it did not happen.
+failover_times() {
+  awk -v s="$2" -v e="$3" '
+    $1 >= s && !down && $3 > d0 { down = $1 - s } NR == 1 || $1 < s { d0 = $3 }
+    $1 >= e && !back && prev && $2 - prev >= 100000 { back = $1 - e } { prev = $2 }
+    END { printf "path down %s s after the fault began, carrying I/O %s s after it ended\n",
+          down ? sprintf("%.1f", down) : "-", back ? sprintf("%.1f", back) : "-" }' "$work/watch-$1"
+}

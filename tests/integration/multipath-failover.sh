@@ -3,8 +3,11 @@
 # Engine multipath when paths fail, against mpnvme-target: an ANA change to
 # inaccessible and back, a blackholed path, a target killed and restarted
 # within ctrl_loss_tmo, a target gone for longer than ctrl_loss_tmo, a path
-# unreachable at start that joins later, and paths reaching different
-# namespaces. Verifying jobs must see no error where a path remains.
+# unreachable at start that joins later, paths reaching different
+# namespaces, and a blackholed wire path under MPTCP. Verifying jobs must
+# see no error where a path remains. The blackholes are silent (mpnvme-lab
+# loss 100: packets vanish after they were sent); each prints when the
+# engine declared the path down and when it carried I/O again.
 source "$(dirname "$0")/lib.sh"
 lab_up --paths 2 --rate 1000mbit
 ctl() { in_target "$TARGET" ctl "$work/control" "$@"; }
@@ -51,12 +54,16 @@ echo "path 2 bytes while inaccessible: $((b1 - b0)), after optimized again: $((b
 grep -q 'ANA state optimized -> inaccessible' "$work/ana.log" || fail "ANA change not logged"
 grep -q 'ANA state inaccessible -> optimized' "$work/ana.log" || fail "ANA return not logged"
 
-# 2. Port 2 blackholed (100 % loss) for 4 s: io_timeout declares it failed,
-#    its commands fail over, it reconnects and carries I/O again.
+# 2. Path 2 blackholed (100 % loss: a silent blackhole, the packets vanish
+#    after they were sent) for 4 s: io_timeout declares it failed, its
+#    commands fail over, it reconnects and carries I/O again.
 background_fio blackhole --traddr=10.1.1.1,10.1.2.1 --iopolicy=round-robin --time_based=1 --runtime=12
+watch_path 2 "$work/blackhole.log"
 sleep 2
+cut=$(date +%s.%N)
 "$LAB" -n "$lab" loss 2 100 || fail "lab: loss 2 100"
 sleep 4
+restored=$(date +%s.%N)
 "$LAB" -n "$lab" loss 2 0 || fail "lab: loss 2 0"
 sleep 1
 b0=$(path2_bytes)
@@ -68,6 +75,10 @@ jq -e '.paths[1].failovers > 0 and .paths[1].reconnects > 0' "$work/blackhole.pa
 ((b1 - b0 > 10000000)) && pass "path 2 carries I/O again after the blackhole" || fail "path 2 idle after the blackhole"
 grep -q 'path down: I/O timeout' "$work/blackhole.log" || fail "no path-down line naming the I/O timeout"
 grep -q 'path up again after' "$work/blackhole.log" || fail "no path-up line"
+echo "blackhole, TCP: $(failover_times 2 "$cut" "$restored")"
+# The sender's own TCP saw the blackhole: its retransmission timer fired.
+"$LAB" -n "$lab" counters --json | jq -e '.directions.to_target.sender_tcp.TcpExtTCPTimeouts > 0' >/dev/null &&
+  pass "the engine's TCP timed out on the blackholed path" || fail "no TCP timeout at the host: was it a blackhole?"
 stop_target || fail "target exit status"
 
 # 3. The only target killed and restarted 3 s later, within ctrl_loss_tmo:
@@ -127,5 +138,36 @@ run_fio mismatch --traddr=10.1.1.1,10.1.2.1 --transport=tcp --rw=read --size=1m 
 grep -q 'paths 10.1.1.1:4420 and 10.1.2.1:4420 reach different namespaces as nsid 1' "$work/mismatch.log" &&
   pass "different namespaces refused" || fail "no clear refusal of different namespaces"
 kill "$other"; wait "$other" 2>/dev/null
+stop_target || fail "target exit status"
+
+# 7. MPTCP with the upstream selftest's endpoints (subflows on every path):
+#    wire path 2 blackholed for 4 s. Its subflows go stale and MPTCP sends
+#    their data on path 1; the NVMe paths need not fail at all. No I/O
+#    error, verify passes, path 2 carries I/O again afterwards.
+lab_up --paths 2 --rate 1000mbit --endpoints all --cc cubic
+target_on 10.1.1.1,10.1.2.1
+run_fio mptcp-blackhole --transport=mptcp --traddr=10.1.1.1,10.1.2.1 --iopolicy=round-robin --rw=randrw --bs=16k --iodepth=16 \
+  --size=64m --verify=crc32c --verify_fatal=1 --do_verify=1 --log_level=info --path_stats="$work/mptcp-blackhole.paths" \
+  --reconnect_delay=0.5 --io_timeout=5000 --time_based=1 --runtime=12 >"$work/mptcp-blackhole.out" 2>&1 &
+fio_pid=$!
+watch_path 1 "$work/mptcp-blackhole.log"
+watch_path 2 "$work/mptcp-blackhole.log"
+sleep 3
+cut=$(date +%s.%N)
+"$LAB" -n "$lab" loss 2 100 || fail "lab: loss 2 100"
+sleep 4
+restored=$(date +%s.%N)
+"$LAB" -n "$lab" loss 2 0 || fail "lab: loss 2 0"
+no_errors mptcp-blackhole && pass "MPTCP, wire path 2 blackholed: no I/O error, verify passed"
+echo "blackhole, MPTCP: wire path 2 $(failover_times 2 "$cut" "$restored" | sed 's/.*, carrying/carrying/')"
+# I/O stopped for at most this long on both wire paths together.
+paste "$work/watch-1" "$work/watch-2" | awk -v s="$cut" -v e="$restored" '
+  $1 >= s && $1 <= e + 2 { if (prev && $2 + $6 - prev >= 100000) { if (last) gap = ($1 - last > gap) ? $1 - last : gap; last = $1 }
+                           else if (!last) last = s; }
+  { prev = $2 + $6 } END { printf "blackhole, MPTCP: longest stretch without I/O on either path %.1f s\n", gap }'
+k=$("$LAB" -n "$lab" counters --json)
+echo "target namespace: $(jq -c '.directions.to_host.sender_tcp | {TcpExtTCPTimeouts, MPTcpExtMPTCPRetrans, MPTcpExtSubflowStale, MPTcpExtSubflowRecover}' <<<"$k")"
+jq -e '.directions.to_host.sender_tcp.MPTcpExtSubflowStale + .directions.to_target.sender_tcp.MPTcpExtSubflowStale > 0' <<<"$k" >/dev/null &&
+  pass "MPTCP marked path 2's subflows stale" || fail "no stale subflow: MPTCP did not see the blackhole"
 stop_target || fail "target exit status"
 finish

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Engine multipath against the Linux kernel target (nvmet-tcp, qemu lab)
 # with two ports: a round-robin verify run over both, then the same with
-# port 2 blackholed for 5 s mid-run by an nftables drop rule on this side:
+# port 2 blackholed for 5 s mid-run (an nftables drop on arrival, on this
+# side: the packets vanish after they were sent):
 # no I/O error, verify passes, path 2 fails over, reconnects and carries
 # I/O again before the job ends. The subsystem admits one host, with
 # bidirectional DH-HMAC-CHAP: path 2's reconnect authenticates again (nvmet
@@ -65,21 +66,30 @@ ok rr && jq -e '.paths | all(.bytes_written > 0 and .bytes_read > 0)' "$state/rr
   echo "ok: round-robin verify over both nvmet ports: $(jq -c '[.paths[] | {path, commands}]' "$state/rr.paths")" ||
   fail "round-robin split: $(cat "$state/rr.paths")"
 
-# Blackhole: drop everything to and from path 2's port for 5 s.
+# Blackhole: everything to and from path 2's port vanishes for 5 s. The
+# drop is on arrival (prerouting on lo, where the engine's and qemu's
+# packets to each other come in), after the sender sent them: a drop in the
+# output hook would be a local send error, which TCP just queues again.
 run blackhole --size=32m --time_based=1 --runtime=24 --io_timeout=2000 --reconnect_delay=1 --connect_timeout=2 &
 fio_pid=$!
 sleep 5
+timeouts_before=$(in_ns nstat -asz --json | jq '.kernel.TcpExtTCPTimeouts // 0')
 in_ns nft -f - <<NFT || fail "nft blackhole rule"
 table inet mpnvme_blackhole {
-  chain out { type filter hook output priority 0; policy accept;
-    tcp dport $p2 drop
-    tcp sport $p2 drop
+  chain in { type filter hook prerouting priority -300; policy accept;
+    iifname "lo" tcp dport $p2 counter drop
+    iifname "lo" tcp sport $p2 counter drop
   }
 }
 NFT
 cut=$SECONDS
 sleep 5
+dropped=$(in_ns nft -j list table inet mpnvme_blackhole | jq '[.nftables[] | select(.rule) | .rule.expr[] | .counter.packets // empty] | add // 0')
 in_ns nft delete table inet mpnvme_blackhole
+timeouts=$(($(in_ns nstat -asz --json | jq '.kernel.TcpExtTCPTimeouts // 0') - timeouts_before))
+echo "blackhole: $dropped packets vanished, $timeouts TCP retransmission timeouts in the namespace"
+((dropped > 0 && timeouts > 0)) && echo "ok: a silent blackhole: the senders' timers found it" ||
+  fail "blackhole: $dropped drops, $timeouts timeouts"
 # Count what path 2 carries from now on: it must come back before the end.
 in_ns nft -f - <<NFT || fail "nft counter rule"
 table inet mpnvme_count {
