@@ -195,6 +195,9 @@ std::unique_ptr<TlsStream> TlsStream::client(int fd, const std::string &identity
   t->identity_ = identity;
   t->client_psk_ = psk;
   t->client_hash_ = hash;
+  // PSK only: no certificate is trusted, so a server that answers with
+  // one instead of the PSK fails verification within the handshake.
+  SSL_set_verify(t->p_->ssl, SSL_VERIFY_PEER, nullptr);
   SSL_set_psk_use_session_callback(t->p_->ssl, Impl::use_session);
   SSL_set_connect_state(t->p_->ssl);
   return t;
@@ -218,26 +221,37 @@ int TlsStream::Impl::use_session(SSL *ssl, const EVP_MD *md, const unsigned char
   *sess = nullptr;
   // After a HelloRetryRequest OpenSSL asks again with the suite's hash.
   if (md && md != dhchap::evp_md(as_hash(t->client_hash_))) return 1;
-  *sess = psk_session(ssl, t->client_psk_, t->client_hash_);
+  *sess = psk_session(ssl, t->client_psk_, t->client_hash_); // OpenSSL calls only: nothing here throws
   if (!*sess) return 0;
   *id = reinterpret_cast<const unsigned char *>(t->identity_.data());
   *idlen = t->identity_.size();
   return 1;
 }
 
+// Called by OpenSSL with the identity a peer sent, before it proved
+// anything: no exception may cross back into C, and nothing in the
+// identity may end the process. A lookup that throws refuses the identity.
 int TlsStream::Impl::find_session(SSL *ssl, const unsigned char *id, size_t idlen, SSL_SESSION **sess) {
   auto *t = static_cast<TlsStream *>(SSL_get_app_data(ssl));
   *sess = nullptr;
-  std::string identity(reinterpret_cast<const char *>(id), idlen);
-  std::optional<ServerPsk> k = t->lookup_(identity, t->refusal_);
-  if (!k) {
-    if (t->refusal_.empty()) t->refusal_ = "unknown PSK identity";
-    return 1; // the handshake then fails: no PSK, and no certificate to fall back on
+  try {
+    std::string identity(reinterpret_cast<const char *>(id), idlen);
+    std::optional<ServerPsk> k = t->lookup_(identity, t->refusal_);
+    if (!k) {
+      if (t->refusal_.empty()) t->refusal_ = "unknown PSK identity";
+      return 1; // the handshake then fails: no PSK, and no certificate to fall back on
+    }
+    *sess = psk_session(ssl, k->psk, k->hash);
+    if (!*sess) return 0;
+    t->identity_ = std::move(identity);
+    return 1;
+  } catch (const std::exception &e) {
+    t->refusal_ = fmt::format("the identity could not be used: {}", e.what());
+    return 1;
+  } catch (...) {
+    t->refusal_ = "the identity could not be used";
+    return 1;
   }
-  *sess = psk_session(ssl, k->psk, k->hash);
-  if (!*sess) return 0;
-  t->identity_ = std::move(identity);
-  return 1;
 }
 
 // OpenSSL's key log, the one place it gives out the traffic secrets kernel
@@ -276,12 +290,25 @@ HandshakeStep TlsStream::handshake() {
   if (failed_) return HandshakeStep::Failed;
   ERR_clear_error();
   const int r = SSL_do_handshake(p_->ssl);
-  if (r == 1) return HandshakeStep::Done;
+  if (r == 1) return server_ || psk_was_used() ? HandshakeStep::Done : HandshakeStep::Failed;
   switch (SSL_get_error(p_->ssl, r)) {
   case SSL_ERROR_WANT_READ: return HandshakeStep::WantRead;
   case SSL_ERROR_WANT_WRITE: return HandshakeStep::WantWrite;
   default: set_failed("the TLS handshake"); return HandshakeStep::Failed;
   }
+}
+
+// A client's handshake counts only if the server took the PSK we offered:
+// a server that ignores it and proves nothing (a certificate we have no
+// reason to trust, which the verify mode refuses during the handshake
+// already) would otherwise get the host's I/O in clear to it.
+bool TlsStream::psk_was_used() {
+  if (SSL_session_reused(p_->ssl) == 1 && SSL_get0_peer_certificate(p_->ssl) == nullptr) return true;
+  failure_ = "the TLS handshake failed: the target did not use the pre-shared key (it is not the target that holds "
+             "this host's PSK, or its port does not use PSKs)";
+  failed_ = true;
+  errno = EPROTO;
+  return false;
 }
 
 // A fatal error: the reason is kept (OpenSSL's queue, the socket's errno,
@@ -292,6 +319,9 @@ ssize_t TlsStream::set_failed(const char *during) {
   errno = EPROTO;
   if (!refusal_.empty()) {
     why = fmt::format("PSK identity refused: {}", refusal_);
+  } else if (!server_ && why.find("certificate verify failed") != std::string::npos) {
+    why = "the target answered with a certificate instead of the pre-shared key (it is not the target that holds this "
+          "host's PSK)";
   } else if (first >= 0 && first <= 0x09) { // an NVMe/TCP PDU type; TLS records are 0x14..0x17
     why = fmt::format("the peer answered in plaintext NVMe/TCP (PDU type {:#04x}), not TLS: its port does not use TLS", first);
   } else if (why.empty() && p_->bio.err) {

@@ -92,6 +92,7 @@ public:
 private:
   explicit TlsStream(std::unique_ptr<Impl> impl);
   ssize_t set_failed(const char *during);
+  bool psk_was_used();
   std::unique_ptr<Impl> p_;
   std::string identity_, failure_, refusal_;
   PskLookup lookup_;

@@ -261,7 +261,8 @@ bool Reactor::secure_setup(Conn &c) {
       return false;
     }
     c.detect = false;
-    if (first == 0x16) {
+    const FirstByte kind = classify_first_byte(first, port.cfg.tls);
+    if (kind == FirstByte::Tls) {
       auto lookup = [this, &port](const std::string &identity, std::string &refusal) {
         return psk_for_identity(
             reg_.config().tls_keys, [&](const std::string &nqn) { return reg_.find_subsystem(nqn) && port.serves(nqn); },
@@ -270,7 +271,7 @@ bool Reactor::secure_setup(Conn &c) {
       // MPTCP sockets never take kernel TLS: no secrets kept for it, and records read ahead.
       c.handshaking = tls::TlsStream::server(c.c->fd(), lookup, {std::begin(tls::kSuites), std::end(tls::kSuites)},
                                              port.cfg.transport == Transport::Tcp);
-    } else if (port.cfg.tls == TlsPort::Required) {
+    } else if (kind == FirstByte::Refused) {
       log().warn("port {}: plaintext connection from {} refused: the port requires TLS (its first byte is {:#04x}, {})",
                  port.cfg.id, c.c->peer(), first, first == 0 ? "an ICReq" : "not a TLS record");
       c.c->close("plaintext on a port that requires TLS");

@@ -11,6 +11,8 @@ namespace mpnvme::target {
 
 namespace {
 
+constexpr size_t kMaxNqn = 223; // NVMe base specification, NQN field
+
 bool ends_with(const std::string &s, const std::string &suffix) {
   return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -30,6 +32,11 @@ const char *tls_port_name(TlsPort t) {
   case TlsPort::Required: return "TLS required";
   }
   return "?";
+}
+
+FirstByte classify_first_byte(uint8_t first, TlsPort port) {
+  if (first == 0x16) return FirstByte::Tls;
+  return port == TlsPort::Required ? FirstByte::Refused : FirstByte::Plaintext;
 }
 
 TlsPort take_tls_suffix(std::string &item) {
@@ -55,6 +62,7 @@ TlsPort tls_port_from_json(const std::string &tsas, const std::string &treq, con
 void add_cli_tls_keys(TlsKeys &keys, const std::vector<std::string> &args) {
   for (const auto &a : args) {
     auto [host, v] = host_value(a, "--tls-key");
+    warn_inline_secret(v, "--tls-key");
     keys[host] = key_or_file(v, fmt::format("--tls-key for {}", host));
     OPENSSL_cleanse(v.data(), v.size());
   }
@@ -83,6 +91,16 @@ std::optional<tls::ServerPsk> psk_for_identity(const TlsKeys &keys, const std::f
     return std::nullopt;
   }
   const tls::PskIdentity &id = *parsed;
+  // NQNs are at most 223 bytes; a version 0 identity is the context of its
+  // PSK's HKDF label, which holds at most 255.
+  if (id.hostnqn.size() > kMaxNqn || id.subnqn.size() > kMaxNqn) {
+    refusal = fmt::format("an NQN longer than {} bytes", kMaxNqn);
+    return std::nullopt;
+  }
+  if (id.version == 0 && identity.size() > 255) {
+    refusal = fmt::format("a version 0 identity of {} bytes, longer than the 255 its PSK derivation can take", identity.size());
+    return std::nullopt;
+  }
   if (id.generated) {
     refusal = "a generated PSK (DH-HMAC-CHAP secure concatenation), which this target does not offer";
     return std::nullopt;

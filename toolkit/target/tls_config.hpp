@@ -21,6 +21,11 @@ namespace mpnvme::target {
 // plaintext, as the host opens), required (a plaintext ICReq is refused).
 enum class TlsPort : uint8_t { None, Optional, Required };
 const char *tls_port_name(TlsPort t);
+// What a TLS port does with a connection, by the first byte its peer sent:
+// 0x16 opens a TLS handshake; anything else is plaintext NVMe/TCP, which a
+// port that requires TLS refuses.
+enum class FirstByte { Tls, Plaintext, Refused };
+FirstByte classify_first_byte(uint8_t first, TlsPort port);
 
 using TlsKeys = std::map<std::string, tls::ConfiguredPsk>; // host NQN -> configured PSK
 
