@@ -203,6 +203,7 @@ def connect_times(runs, work):
     key.write_text(secret + "\n")
     hosts = {m: f"nqn.2026-12.io.mpnvme:bench-{m}" for m in AUTH_MODES}
     extra = [a for m in AUTH_MODES if m != "none" for a in ("--dhchap-key", f"{hosts[m]}=@{key}")]
+    extra += ["--allow-host", hosts["none"]]  # beside the keyed hosts, the one without authentication
     out = {}
     with target(extra + ["--dhchap-dhgroup", "null,ffdhe2048,ffdhe8192"], work) as (port, _):
         for m in AUTH_MODES:

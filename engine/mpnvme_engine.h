@@ -59,6 +59,9 @@ int mpnvme_probe(const struct mpnvme_opts *o, const struct mpnvme_job *j, unsign
 
 /* Connect a session for one fio job (fio init). NULL after logging. */
 struct mpnvme_session *mpnvme_open(const struct mpnvme_opts *o, const struct mpnvme_job *j);
+/* Once the job's session holds its own copy (after mpnvme_open): wipe the
+ * secrets given inline from the job's option strings. */
+void mpnvme_forget_secrets(struct mpnvme_opts *o);
 /* Returns enum mpnvme_queue_result; on MPNVME_COMPLETED *error is the errno. */
 int mpnvme_queue(struct mpnvme_session *s, const struct mpnvme_io *io, int *error);
 /* Sends the batch queued since the last commit. */

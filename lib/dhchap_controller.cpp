@@ -14,8 +14,16 @@ template <typename T> std::optional<T> first_offered(const std::vector<T> &allow
 }
 } // namespace
 
-ControllerTransaction::ControllerTransaction(const ControllerAuthConfig &cfg, std::string hostnqn, std::string subnqn)
-    : cfg_(cfg), hostnqn_(std::move(hostnqn)), subnqn_(std::move(subnqn)) {}
+std::shared_ptr<const DhKey> DhKeyCache::get(DhGroup g) {
+  std::lock_guard lk(mu_);
+  std::shared_ptr<const DhKey> &k = keys_[g];
+  if (!k) k = std::make_shared<const DhKey>(g);
+  return k;
+}
+
+ControllerTransaction::ControllerTransaction(const ControllerAuthConfig &cfg, std::string hostnqn, std::string subnqn,
+                                             DhKeyCache *keys)
+    : cfg_(cfg), hostnqn_(std::move(hostnqn)), subnqn_(std::move(subnqn)), keys_(keys) {}
 
 ControllerTransaction::~ControllerTransaction() = default;
 
@@ -59,6 +67,10 @@ void ControllerTransaction::negotiate(std::span<const uint8_t> msg) {
     return set_failure(e.failure, e.what());
   }
   t_id_ = n.t_id;
+  if (++negotiations_ > kMaxNegotiations)
+    return set_failure(Failure::IncorrectProtocol,
+                       fmt::format("AUTH_Negotiate {} times in one transaction ({} at most)", negotiations_, kMaxNegotiations));
+  c1_ = SecretBytes(); // a new challenge for the new negotiation
   if (n.sc_c) return set_failure(Failure::ConcatMismatch, "the host asks for secure channel concatenation, which is not offered");
   const auto hash = first_offered(cfg_.hashes, n.hashes);
   if (!hash) return set_failure(Failure::HashUnusable, "the host offers none of the allowed hash functions");
@@ -100,36 +112,45 @@ void ControllerTransaction::reply(std::span<const uint8_t> msg) {
   step_ = Step::Success1;
 }
 
-std::vector<uint8_t> ControllerTransaction::on_receive(size_t al) {
-  std::vector<uint8_t> out;
-  switch (step_) {
-  case Step::Challenge: {
-    Challenge c;
-    c.t_id = t_id_;
-    c.hash = hash_;
-    c.group = group_;
+// The challenge of this negotiation: made once (a Receive too short for it
+// gets it again, unchanged, with a longer one).
+std::vector<uint8_t> ControllerTransaction::challenge() {
+  if (c1_.empty()) {
+    s1_ = 0;
     while (!s1_)
       random_bytes(reinterpret_cast<uint8_t *>(&s1_), sizeof s1_);
-    c.seqnum = s1_;
     c1_ = SecretBytes(hash_len(hash_));
     random_bytes(c1_.data(), c1_.size());
-    c.c1 = c1_;
     dh_.reset();
-    if (group_ != DhGroup::Null) {
-      dh_ = std::make_unique<DhKey>(group_);
-      c.dhv = dh_->public_value();
-    }
-    out = encode(c);
-    step_ = Step::Reply;
-    break;
+    if (group_ != DhGroup::Null) dh_ = keys_ ? keys_->get(group_) : std::make_shared<const DhKey>(group_);
   }
+  Challenge c;
+  c.t_id = t_id_;
+  c.hash = hash_;
+  c.group = group_;
+  c.seqnum = s1_;
+  c.c1 = c1_;
+  if (dh_) c.dhv = dh_->public_value();
+  return encode(c);
+}
+
+// The message due at this step, and the step after it, only when the host
+// gave room for it: as nvmet, a Receive too short changes nothing.
+std::vector<uint8_t> ControllerTransaction::on_receive(size_t al) {
+  std::vector<uint8_t> out;
+  Step next = step_;
+  switch (step_) {
+  case Step::Challenge:
+    out = challenge();
+    next = Step::Reply;
+    break;
   case Step::Success1: {
     Success1 s;
     s.t_id = t_id_;
     s.hl = static_cast<uint8_t>(hash_len(hash_));
     s.response = ctrl_answer_;
     out = encode(s);
-    step_ = ctrl_answer_ ? Step::Success2 : Step::Done;
+    next = ctrl_answer_ ? Step::Success2 : Step::Done;
     break;
   }
   default: {
@@ -139,10 +160,11 @@ std::vector<uint8_t> ControllerTransaction::on_receive(size_t al) {
     f.t_id = t_id_;
     f.explanation = static_cast<uint8_t>(failure_);
     out = encode(f);
-    step_ = Step::Failed;
+    next = Step::Failed;
   }
   }
   if (out.size() > al) return {};
+  step_ = next;
   out.resize(al, 0); // the host asked for `al` bytes: the rest is zero, as nvmet sends it
   return out;
 }

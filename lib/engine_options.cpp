@@ -5,7 +5,11 @@
 #include <array>
 #include <cstring>
 #include <fmt/format.h>
+#include <mutex>
+#include <set>
 #include <stdexcept>
+
+#include "log.hpp"
 
 namespace mpnvme {
 
@@ -270,8 +274,8 @@ constexpr EngineOption kOptions[] = {
     {{"dhchap_secret_file",
       "DH-HMAC-CHAP host secret file",
       nullptr,
-      "A file whose first line is the host's secret (instead of dhchap_secret=, keeps it out of ps and job files; warns "
-      "when others may read it)",
+      "A file whose first line is the host's secret (instead of dhchap_secret=, keeps it out of ps and job files; "
+      "refused when group or others may read it)",
       {}},
      APPLY(d.secret_file = v)},
     {{"dhchap_ctrl_secret_file",
@@ -310,7 +314,7 @@ constexpr EngineOption kOptions[] = {
     {{"tls_key_file",
       "TLS PSK file",
       nullptr,
-      "A file whose first line is the configured PSK (instead of tls_key=; warns when others may read it)",
+      "A file whose first line is the configured PSK (instead of tls_key=; refused when group or others may read it)",
       {}},
      APPLY(d.tls_key_file = v)},
     {{"tls_identity",
@@ -390,12 +394,26 @@ void apply_one(const EngineOption &o, Draft &d, const std::string &v) {
   o.apply(d, o.def.name, v, choice);
 }
 
+// A secret given inline sits in the job file or on fio's command line,
+// where other users may read it (ps, /proc/PID/cmdline): said once per
+// process, naming the option that keeps it out.
+void warn_inline(const char *option, const char *file_option) {
+  static std::set<std::string> said;
+  static std::mutex mu;
+  std::lock_guard lk(mu);
+  if (said.insert(option).second)
+    log().warn("{} is given inline, where other users may read it (the job file, fio's command line); {}=FILE keeps it "
+               "in a file only its owner reads",
+               option, file_option);
+}
+
 // One secret from its inline option or its file option, never both.
 std::optional<dhchap::Secret> one_secret(std::optional<dhchap::Secret> &inline_secret, const std::string &file,
                                          const char *option, const char *file_option) {
   if (inline_secret && !file.empty())
     throw std::invalid_argument(fmt::format("{} and {}: give the secret once", option, file_option));
   if (!file.empty()) return dhchap::read_secret_file(file, file_option);
+  if (inline_secret) warn_inline(option, file_option);
   return std::move(inline_secret);
 }
 
@@ -409,7 +427,10 @@ void combine_auth(Draft &d) {
 
 void combine_tls(Draft &d) {
   if (d.tls_key && !d.tls_key_file.empty()) throw std::invalid_argument("tls_key and tls_key_file: give the key once");
-  if (!d.tls_key_file.empty()) d.tls_key = tls::read_psk_file(d.tls_key_file, "tls_key_file");
+  if (!d.tls_key_file.empty())
+    d.tls_key = tls::read_psk_file(d.tls_key_file, "tls_key_file");
+  else if (d.tls_key)
+    warn_inline("tls_key", "tls_key_file");
   d.e.tls.key = std::move(d.tls_key);
   if (!d.e.tls.enabled) {
     if (d.e.tls.key) throw std::invalid_argument("tls_key: needs tls=1 (a key alone does not turn TLS on)");

@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <fmt/format.h>
-#include <fstream>
 #include <isa-l/crc.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdexcept>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "log.hpp"
 
@@ -69,13 +71,36 @@ std::string base64(std::span<const uint8_t> bytes) {
   return s;
 }
 
+// The key file is judged by the descriptor it is read from (no window in
+// which another file could take its name): a file others may read holds a
+// secret that is no longer one, so it is refused, not used with a warning.
 std::string read_key_line(const std::string &path, const std::string &what) {
-  std::ifstream in(path);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat st {};
-  if (!in || ::stat(path.c_str(), &st) != 0) throw bad(what, fmt::format("cannot read {}: {}", path, strerror(errno)));
-  if (st.st_mode & (S_IRGRP | S_IROTH)) log().warn("{}: {} can be read by other users (chmod 600 it)", what, path);
-  std::string line;
-  std::getline(in, line);
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    throw bad(what, fmt::format("cannot read {}: {}", path, strerror(err)));
+  }
+  if (st.st_mode & (S_IRGRP | S_IROTH)) {
+    ::close(fd);
+    throw bad(what, fmt::format("{} can be read by other users: refused (chmod 600 it)", path));
+  }
+  std::string text(4096, '\0'); // a key is one short line
+  size_t got = 0;
+  for (ssize_t n; got < text.size() && (n = ::read(fd, text.data() + got, text.size() - got)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      OPENSSL_cleanse(text.data(), text.size());
+      throw bad(what, fmt::format("cannot read {}: {}", path, strerror(err)));
+    }
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  std::string line = text.substr(0, std::min(got, text.find('\n')));
+  OPENSSL_cleanse(text.data(), text.size());
   while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
     line.pop_back();
   return line;

@@ -9,7 +9,21 @@
 
 namespace mpnvme {
 
-// Bytes that hold key material: wiped when they go.
+// Memory for key material: whole pages of their own, marked so that a
+// core dump leaves them out (MADV_DONTDUMP).
+void *secret_pages(size_t bytes);
+void free_secret_pages(void *p, size_t bytes) noexcept;
+
+template <typename T> struct SecretAllocator {
+  using value_type = T;
+  SecretAllocator() = default;
+  template <typename U> SecretAllocator(const SecretAllocator<U> &) {}
+  T *allocate(size_t n) { return static_cast<T *>(secret_pages(n * sizeof(T))); }
+  void deallocate(T *p, size_t n) noexcept { free_secret_pages(p, n * sizeof(T)); }
+  template <typename U> bool operator==(const SecretAllocator<U> &) const { return true; }
+};
+
+// Bytes that hold key material: kept out of core dumps, wiped when they go.
 class SecretBytes {
 public:
   SecretBytes() = default;
@@ -24,13 +38,13 @@ public:
   const uint8_t *data() const { return b_.data(); }
   size_t size() const { return b_.size(); }
   bool empty() const { return b_.empty(); }
-  std::span<const uint8_t> span() const { return b_; }
+  std::span<const uint8_t> span() const { return {b_.data(), b_.size()}; }
   // Constant time: a response compared byte by byte would say how much of it matched.
   bool operator==(const SecretBytes &o) const;
 
 private:
   void wipe();
-  std::vector<uint8_t> b_;
+  std::vector<uint8_t, SecretAllocator<uint8_t>> b_;
 };
 
 } // namespace mpnvme

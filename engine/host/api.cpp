@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // C entry points for fio_glue.c. Exceptions end here: each is logged once
 // with its message (which names the option or the failing step).
+#include <cstring>
 #include <exception>
+#include <openssl/crypto.h>
 
 #include "../../lib/log.hpp"
 #include "../mpnvme_engine.h"
@@ -14,11 +16,20 @@ namespace {
 
 // The strings fio stored, by option name, then converted; the log level
 // takes effect here, before the session logs anything.
-mpnvme::EngineOptions engine_options(const mpnvme_opts &o) {
+// The copies of secret values are wiped however parsing ends.
+struct OptionCopies {
   mpnvme::OptionValues given;
+  ~OptionCopies() {
+    for (auto &[name, v] : given)
+      if (mpnvme_option_is_secret(name.c_str())) OPENSSL_cleanse(v.data(), v.size());
+  }
+};
+
+mpnvme::EngineOptions engine_options(const mpnvme_opts &o) {
+  OptionCopies copies;
   for (unsigned i = 0; const mpnvme_option_def *d = mpnvme_option_at(i); i++)
-    if (o.value[i]) given[d->name] = o.value[i];
-  mpnvme::EngineOptions e = mpnvme::parse_engine_options(given);
+    if (o.value[i]) copies.given[d->name] = o.value[i];
+  mpnvme::EngineOptions e = mpnvme::parse_engine_options(copies.given);
   mpnvme::set_log_level(e.log_level);
   return e;
 }
@@ -30,6 +41,11 @@ struct mpnvme_session {
 };
 
 extern "C" {
+
+void mpnvme_forget_secrets(mpnvme_opts *o) {
+  for (unsigned i = 0; const mpnvme_option_def *d = mpnvme_option_at(i); i++)
+    if (o->value[i] && mpnvme_option_is_secret(d->name)) OPENSSL_cleanse(o->value[i], strlen(o->value[i]));
+}
 
 int mpnvme_probe(const mpnvme_opts *o, const mpnvme_job *j, unsigned long long *bytes) {
   try {

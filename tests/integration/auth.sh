@@ -6,19 +6,21 @@
 # bidirectional with an FFDHE group, over TCP and over MPTCP on 2 paths,
 # verified I/O, and again after a reconnect; a wrong key is refused
 # with the controller's reason and logged once by the target, which then
-# refuses that address for a while; a host without a key configured is not
-# asked; under multipath a path whose controller refuses the key is down
+# refuses that address for a while; a host allowed without a key is not
+# asked, a host neither keyed nor listed is refused (keys name the hosts
+# that get in; --allow-any-host opens the door, logged); under multipath a path whose controller refuses the key is down
 # with that reason while the other carries the job; no secret appears in
 # any log or output.
 source "$(dirname "$0")/lib.sh"
 lab_up --paths 2
 h1=nqn.2026-12.io.mpnvme:auth-uni h2=nqn.2026-12.io.mpnvme:auth-bidi h3=nqn.2026-12.io.mpnvme:no-key
+h4=nqn.2026-12.io.mpnvme:stranger
 k1=$(nvme gen-dhchap-key --hmac=1 --nqn="$h1") k2=$(nvme gen-dhchap-key --hmac=3 --nqn="$h2")
 kc=$(nvme gen-dhchap-key --key-length=48 --nqn="$NQN") wrong=$(nvme gen-dhchap-key --hmac=1 --nqn="$h1")
 keys=$work/keys && mkdir -m 700 "$keys"
 (umask 077 && echo "$k1" >"$keys/h1" && echo "$k2" >"$keys/h2" && echo "$kc" >"$keys/ctrl" && echo "$wrong" >"$keys/wrong")
 start_target --listen 10.1.1.1,10.1.2.1 --subnqn "$NQN" --ns ram:64m --dhchap-key "$h1=@$keys/h1" \
-  --dhchap-key "$h2=@$keys/h2" --dhchap-ctrl-key "$h2=@$keys/ctrl" --dhchap-dhgroup ffdhe2048,null \
+  --dhchap-key "$h2=@$keys/h2" --dhchap-ctrl-key "$h2=@$keys/ctrl" --dhchap-dhgroup ffdhe2048,null --allow-host "$h3" \
   --control "$work/control" --log-level info
 V=(--verify=crc32c --verify_fatal=1 --do_verify=1)
 IO=(--traddr=10.1.1.1 --transport=tcp --rw=randwrite --bs=16k --iodepth=8 --size=8m "${V[@]}")
@@ -58,19 +60,32 @@ wait "$fio_pid" && (($(authed "$h1") - before >= 5)) &&
   fail "reconnect: $(($(authed "$h1") - before)) authentications, $(tail -3 "$work/reconnect.log")"
 
 run_fio plain "${IO[@]}" --hostnqn="$h3" >/dev/null && ! grep -q "host $h3 authenticated" "$work/target.log" &&
-  pass "a host without a key configured is not asked to authenticate" || fail "host without a key: $(tail -3 "$work/plain.log")"
+  pass "a host allowed without a key is not asked to authenticate" || fail "host without a key: $(tail -3 "$work/plain.log")"
+
+# Keys name hosts: with keys on the command line only the hosts with keys
+# and the --allow-host ones get in, not a host the target never heard of.
+hosts=$(grep "mpnvme-target: $NQN hosts: " "$work/target.log")
+[[ $hosts == *"$h1"* && $hosts == *"$h2"* && $hosts == *"$h3"* && $hosts != *"$h4"* && $hosts != *"hosts: any"* ]] &&
+  pass "the target says at start which hosts it admits: ${hosts#*hosts: }" || fail "hosts line: '$hosts'"
+if run_fio stranger "${IO[@]}" --hostnqn="$h4" --ctrl_loss_tmo=0 >/dev/null; then fail "a host without a key got in beside keyed hosts"
+elif grep -q "host $h4 is not allowed" "$work/stranger.log" "$work/target.log"; then pass "a host with no key and not listed is refused"
+else fail "stranger: unexpected error $(tail -2 "$work/stranger.log")"; fi
 
 if run_fio nokey "${IO[@]}" --hostnqn="$h1" >/dev/null; then fail "a host with a key configured got in without one"
 elif grep -q "the controller requires DH-HMAC-CHAP authentication: set dhchap_secret=" "$work/nokey.log"; then pass "no secret: refused, saying which option is missing"
 else fail "no secret: unexpected error $(tail -2 "$work/nokey.log")"; fi
 
+# A key file others may read is refused before any connection is made.
 chmod 644 "$keys/wrong"
+if run_fio readable "${IO[@]}" --hostnqn="$h1" --dhchap_secret_file="$keys/wrong" >/dev/null; then fail "a world-readable key file was used"
+elif grep -q "$keys/wrong can be read by other users: refused (chmod 600 it)" "$work/readable.log"; then
+  pass "a world-readable secret file is refused, naming it"
+else fail "world-readable key file: unexpected error $(tail -2 "$work/readable.log")"; fi
+chmod 600 "$keys/wrong"
 if run_fio wrong "${IO[@]}" --hostnqn="$h1" --dhchap_secret_file="$keys/wrong" >/dev/null; then fail "a wrong key was accepted"
 elif grep -q "DH-HMAC-CHAP failed on path 10.1.1.1:4420 admin queue: controller sent AUTH_Failure1 after DH-HMAC-CHAP_Reply, reason 'authentication failed'" "$work/wrong.log"; then
   pass "wrong key: refused with the controller's reason"
 else fail "wrong key: unexpected error $(tail -2 "$work/wrong.log")"; fi
-grep -q "can be read by other users" "$work/wrong.log" && pass "a world-readable secret file is warned about" ||
-  fail "no warning about the world-readable secret file"
 [[ $(grep -c "host $h1 failed DH-HMAC-CHAP authentication: the host's response does not match its key" "$work/target.log") == 1 ]] &&
   pass "the target logged the failure once, with its reason" || fail "target failure log: $(grep -c 'failed DH-HMAC-CHAP' "$work/target.log") lines"
 
@@ -99,6 +114,15 @@ run_fio mp --traddr=10.1.1.1,10.1.2.1:4421 --transport=tcp --iopolicy=round-robi
   pass "multipath: the path that refuses the key is down with the reason, the other carries the job" ||
   fail "multipath with one refusing path: $(tail -4 "$work/mp.log")"
 kill -INT "$target2"; wait "$target2"
+
+# --allow-any-host keeps the door open on purpose, and says so at start.
+stop_target
+start_target --listen 10.1.1.1 --subnqn "$NQN" --ns ram:64m --dhchap-key "$h1=@$keys/h1" --allow-any-host --log-level info
+grep -q "mpnvme-target: $NQN hosts: any" "$work/target.log" &&
+  grep -q "any host may connect (allow_any_host): hosts without a key get in without authentication" "$work/target.log" &&
+  pass "--allow-any-host: logged at start" || fail "--allow-any-host not logged: $(head -8 "$work/target.log")"
+run_fio anyhost "${IO[@]}" --hostnqn="$h4" >/dev/null && pass "--allow-any-host admits a host without a key" ||
+  fail "--allow-any-host: $(tail -2 "$work/anyhost.log")"
 
 for k in "$k1" "$k2" "$kc" "$wrong"; do
   if grep -qF -- "${k:10:24}" "$work"/*.log "$work"/*.json; then fail "a secret appears in a log or in fio's output"; break; fi

@@ -13,11 +13,14 @@
 source "$(dirname "$0")/lib.sh"
 lab_up --paths 4 --cc cubic
 h1=nqn.2026-12.io.mpnvme:tls-host h2=nqn.2026-12.io.mpnvme:tls-other
+# The conformance host's NQN (tests/pylib's TEST_HOST): it reads the
+# discovery log, which lists only what a host may connect to.
+minihost=nqn.2014-08.org.nvmexpress:uuid:6d6a5f0e-5b27-4e57-8d59-0a1f7c6f0001
 k1=$(nvme gen-tls-key --hmac=1) k2=$(nvme gen-tls-key --hmac=2) wrong=$(nvme gen-tls-key --hmac=1)
 keys=$work/keys && mkdir -m 700 "$keys"
 (umask 077 && echo "$k1" >"$keys/h1" && echo "$k2" >"$keys/h2" && echo "$wrong" >"$keys/wrong")
 start_target --listen 10.1.1.1:tls,10.1.2.1:tls,10.1.3.1:tls,10.1.4.1:tls,10.1.1.1:4421 --subnqn "$NQN" --ns ram:128m \
-  --tls-key "$h1=@$keys/h1" --tls-key "$h2=@$keys/h2" --control "$work/control" --log-level info
+  --tls-key "$h1=@$keys/h1" --tls-key "$h2=@$keys/h2" --allow-host "$minihost" --control "$work/control" --log-level info
 # fio fills every block with this pattern ("mpnvme-secret-data"): what the capture looks for.
 PATTERN=6d706e766d652d7365637265742d64617461
 V=(--verify=pattern --verify_pattern=0x$PATTERN --verify_fatal=1 --do_verify=1)

@@ -2,7 +2,8 @@
 # Guest side of the kernel host's DH-HMAC-CHAP test: the Linux nvme-tcp
 # host connects to mpnvme-target on the machine (10.0.2.2, port mp.port)
 # with the secrets of /files/auth-keys.sh: unidirectional (verified write
-# and read), bidirectional, without a secret, and with the wrong one.
+# and read, re-authenticated, read again), bidirectional, without a
+# secret, and with the wrong one.
 for kv in $(cat /proc/cmdline); do
   case $kv in mp.port=*) PORT=${kv#*=} ;; mp.nqn=*) NQN=${kv#*=} ;; esac
 done
@@ -16,6 +17,12 @@ scenario() {
   dev=/dev/$(host_device)
   yes mpnvme-auth | head -c 8388608 | dd of=$dev bs=1M oflag=direct 2>/dev/null || say "uni write-failed"
   say "uni md5 $(dd if=$dev bs=1M count=8 iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1)"
+  # Re-authentication: writing the secret makes the host authenticate
+  # every queue again; the data must read back afterwards.
+  for c in /sys/class/nvme/nvme*; do echo "$uni_key" >$c/dhchap_secret && say "uni reauth requested $(basename $c)"; done
+  sleep 3
+  say "uni after-reauth md5 $(dd if=$dev bs=1M count=8 iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1)"
+  say "uni state $(cat /sys/class/nvme/nvme*/state | tr '\n' ' ')"
   host_drop
   host_connect bidi "$bidi_nqn" "dhchap_secret=$bidi_key,dhchap_ctrl_secret=$bidi_ctrl"
   sleep 2

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The Linux kernel NVMe/TCP host (qemu lab, 6.12) against mpnvme-target with
 # DH-HMAC-CHAP: unidirectional with an FFDHE group and SHA-512 (the
-# target's first choices), data written and read back; bidirectional
+# target's first choices), data written and read back, re-authenticated
+# on request and read again; bidirectional
 # (the host checks the target's answer); a host with a key configured is
 # refused without one and with the wrong one, and the target logs why.
 #   host-auth.sh BUILD_DIR
@@ -32,6 +33,15 @@ seen "HOSTTEST uni md5 $expected" || fail "unidirectional: read-back md5 differs
 [[ $(grep -c "host $uni_nqn authenticated (hmac(sha512), DH group ffdhe3072)" "$state/target.log") -ge 2 ]] ||
   fail "the target did not authenticate the kernel host's admin and I/O queues with SHA-512 and ffdhe3072"
 echo "ok: unidirectional (hmac(sha512), ffdhe3072) on every queue, 8 MiB written and read back"
+# Re-authentication on request (the host's dhchap_secret written): each
+# queue authenticates again on the live connection, the data still reads
+# back, and the controller stays live.
+seen 'HOSTTEST uni reauth requested' || fail "could not ask the kernel host to re-authenticate"
+seen "HOSTTEST uni after-reauth md5 $expected" || fail "after re-authentication the data did not read back"
+seen 'HOSTTEST uni state live' || fail "the controller is not live after re-authentication"
+authentications=$(grep -c "host $uni_nqn authenticated (hmac(sha512), DH group ffdhe3072)" "$state/target.log")
+((authentications >= 4)) || fail "$authentications authentications of the kernel host: its re-authentication did not happen"
+echo "ok: re-authentication on request: $authentications queue authentications, data read back, controller live"
 
 seen 'HOSTTEST bidi connected' && seen 'HOSTTEST bidi device nvme[0-9]+n1' || fail "bidirectional: the kernel host did not connect"
 grep -q "host $bidi_nqn authenticated (hmac(sha512), DH group ffdhe3072, bidirectional)" "$state/target.log" ||

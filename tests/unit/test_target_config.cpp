@@ -26,6 +26,12 @@ std::string write_temp(const std::string &text, const char *suffix) {
   return path;
 }
 
+SubsystemConfig subsystem(const char *nqn) {
+  SubsystemConfig s;
+  s.nqn = nqn;
+  return s;
+}
+
 template <typename E, typename F> void expect_refused(F &&f, const char *needle) {
   try {
     f();
@@ -138,7 +144,7 @@ static void finalize_refusals(void **) {
   using E = std::invalid_argument;
   TargetConfig c;
   expect_refused<E>([&] { finalize(c); }, "no subsystem configured");
-  c.subsystems.push_back({"nqn.a", true, {}, "", "m", {}});
+  c.subsystems.push_back(subsystem("nqn.a"));
   expect_refused<E>([&] { finalize(c); }, "no port configured");
   PortConfig p;
   p.addr = {"127.0.0.1", "4420", false};
@@ -146,7 +152,7 @@ static void finalize_refusals(void **) {
   c.ports.push_back(p);
   expect_refused<E>([&] { finalize(c); }, "port 1 serves unknown subsystem nqn.b");
   c.ports[0].subsystems.clear();
-  c.subsystems.push_back({"nqn.a", true, {}, "", "m", {}});
+  c.subsystems.push_back(subsystem("nqn.a"));
   expect_refused<E>([&] { finalize(c); }, "subsystem nqn.a configured twice");
   c.subsystems.pop_back();
   c.subsystems[0].namespaces = {parse_namespace_spec("ram:1m", 1, "x"), parse_namespace_spec("ram:1m", 1, "x")};
@@ -275,11 +281,92 @@ static void authentication_config(void **) {
   assert_string_equal(jc.subsystems[0].allowed_hosts[0].c_str(), "nqn.jh");
 }
 
+// Keys name the hosts that get in: with a key on the command line, a
+// subsystem that did not say "any host" exactly admits the keyed and the
+// listed hosts only; --allow-any-host and JSON's attr.allow_any_host are
+// taken as they are.
+static void keys_close_the_door(void **) {
+  const std::string key = "DHHC-1:00:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh+KfiaR:";
+  auto config = [&](SubsystemConfig s) {
+    TargetConfig c;
+    c.subsystems.push_back(std::move(s));
+    PortConfig p;
+    p.addr = {"127.0.0.1", "4420", false};
+    c.ports.push_back(p);
+    AuthOptions o;
+    o.keys = {"nqn.keyed=" + key};
+    add_cli_auth(c.host_auth, o);
+    finalize(c);
+    return c.subsystems[0];
+  };
+  SubsystemConfig open = config(subsystem("nqn.a")); // --subnqn without --allow-host
+  assert_false(open.allow_any_host);
+  assert_int_equal(open.allowed_hosts.size(), 1);
+  assert_string_equal(open.allowed_hosts[0].c_str(), "nqn.keyed");
+  SubsystemConfig listed = subsystem("nqn.a"); // --allow-host nqn.listed
+  listed.allow_any_host = false;
+  listed.allowed_hosts = {"nqn.listed"};
+  listed = config(listed);
+  assert_int_equal(listed.allowed_hosts.size(), 2);
+  SubsystemConfig any = subsystem("nqn.a"); // --allow-any-host
+  any.allow_any_host_explicit = true;
+  assert_true(config(any).allow_any_host);
+  const std::string json = write_temp(R"J({"subsystems": [{"nqn": "n", "attr": {"allow_any_host": "1"}},
+      {"nqn": "m", "namespaces": [{"device": {"path": "ram:1m"}}]}]})J",
+                                      ".json");
+  TargetConfig j = load_json_config(json);
+  unlink(json.c_str());
+  assert_true(config(j.subsystems[0]).allow_any_host);  // said exactly
+  assert_false(config(j.subsystems[1]).allow_any_host); // not said: closed by the key
+}
+
+// A JSON syntax error is reported by position, never by the text around
+// it, which may be part of a key.
+static void json_errors_show_no_text(void **) {
+  const std::string path = write_temp(R"J({"hosts": [{"nqn": "h1", "dhchap_key": "DHHC-1:00:SECRETSECRET" x}]})J", ".json");
+  try {
+    load_json_config(path);
+    fail_msg("broken JSON accepted");
+  } catch (const std::exception &e) {
+    assert_non_null(strstr(e.what(), "not JSON: syntax error at byte"));
+    assert_null(strstr(e.what(), "SECRET"));
+  }
+  unlink(path.c_str());
+}
+
+// A PSK identity from the wire: NQNs too long for the derivation are
+// refused with a reason, never thrown out of the lookup (it runs inside
+// OpenSSL's callback).
+static void long_identity_refused(void **) {
+  TlsKeys keys;
+  const std::string host = "nqn.2014-08.org.nvmexpress:" + std::string(100, 'h');
+  keys[host] = tls::parse_psk("NVMeTLSkey-1:01:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh+KfiaR:", "test");
+  const std::string identity = "NVMe0R01 " + host + " nqn.2026-11.io.mpnvme:" + std::string(160, 's');
+  std::string refusal;
+  assert_false(psk_for_identity(
+                   keys, [](const std::string &) { return true; }, identity, false, refusal)
+                   .has_value());
+  assert_non_null(strstr(refusal.c_str(), "longer than the 255 its PSK derivation can take"));
+  refusal.clear();
+  const std::string overlong = "NVMe0R01 nqn." + std::string(230, 'h') + " nqn.s";
+  assert_false(psk_for_identity(
+                   keys, [](const std::string &) { return true; }, overlong, false, refusal)
+                   .has_value());
+  assert_non_null(strstr(refusal.c_str(), "an NQN longer than 223 bytes"));
+}
+
 int main() {
   const CMUnitTest tests[] = {
-      cmocka_unit_test(namespace_specs),       cmocka_unit_test(namespace_specs_refused), cmocka_unit_test(nvmetcli_json),
-      cmocka_unit_test(nvmetcli_json_refused), cmocka_unit_test(finalize_refusals),       cmocka_unit_test(from_jobfile),
+      cmocka_unit_test(namespace_specs),
+      cmocka_unit_test(namespace_specs_refused),
+      cmocka_unit_test(nvmetcli_json),
+      cmocka_unit_test(nvmetcli_json_refused),
+      cmocka_unit_test(finalize_refusals),
+      cmocka_unit_test(from_jobfile),
       cmocka_unit_test(authentication_config),
+      cmocka_unit_test(keys_close_the_door),
+      cmocka_unit_test(json_errors_show_no_text),
+      cmocka_unit_test(long_identity_refused),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -16,10 +16,11 @@
 #include "cli.hpp"
 #include "configfs.hpp"
 #include "host.hpp"
-#include "tls_keyring.hpp"
 #include "iopolicy.hpp"
 #include "job_engine_options.hpp"
+#include "json_error.hpp"
 #include "nvmet.hpp"
+#include "tls_keyring.hpp"
 
 using namespace mpnvme;
 using namespace mpnvme::toolkit;
@@ -209,7 +210,7 @@ int cmd_restore(const Cli &o) {
   try {
     j = nlohmann::json::parse(f);
   } catch (const nlohmann::json::exception &e) {
-    return fail(fmt::format("{}: not JSON: {}", o.file, e.what()));
+    return fail(fmt::format("{}: not JSON: {}", o.file, mpnvme::json_error(e)));
   }
   restore(j);
   return 0;

@@ -2,10 +2,12 @@
 // Connection: in-band authentication (DH-HMAC-CHAP). A host with a key
 // (--dhchap-key, the JSON hosts, a job's dhchap_secret) is told at Connect
 // that it must authenticate (AUTHREQ.ATR), and until it has, its queue
-// takes Authentication Send and Receive only, on every queue, as nvmet.
-// The transaction itself is lib/dhchap_controller.*. A failure is logged
-// once (host, queue, step, reason), the queue is closed, and the address
-// waits before it may connect again (Registry::auth_failed).
+// takes Authentication Send and Receive only, on every queue, as nvmet;
+// it may authenticate again later. The transaction itself is
+// lib/dhchap_controller.*. A failure is logged once (host, queue, step,
+// reason), counted against the address at once (Registry::auth_failed: it
+// waits before it may connect again), and the queue is closed; so is one
+// whose transaction does not finish within kAuthDeadline.
 #include <fmt/format.h>
 
 #include "connection.hpp"
@@ -16,11 +18,20 @@ namespace mpnvme::target {
 using namespace nvme;
 
 uint32_t Connection::begin_authentication(const std::string &hostnqn, const std::string &subnqn) {
-  const auto it = reg_.config().host_auth.find(hostnqn);
-  if (it == reg_.config().host_auth.end()) return 0;
-  auth_ = std::make_unique<dhchap::ControllerTransaction>(it->second, hostnqn, subnqn);
+  if (!start_transaction(hostnqn, subnqn)) return 0;
   auth_pending_ = true;
   return dhchap::kConnectAuthRequired;
+}
+
+// A transaction for a host with a key, drawing on its controller's DH
+// keys, with kAuthDeadline to finish.
+bool Connection::start_transaction(const std::string &hostnqn, const std::string &subnqn) {
+  const auto it = reg_.config().host_auth.find(hostnqn);
+  if (it == reg_.config().host_auth.end()) return false;
+  auth_ = std::make_unique<dhchap::ControllerTransaction>(it->second, hostnqn, subnqn, &ctrl_->dh_keys);
+  auth_deadline_ = std::chrono::steady_clock::now() + kAuthDeadline;
+  auth_failure_counted_ = false;
+  return true;
 }
 
 // Before authentication only Authentication Send and Receive (and a
@@ -35,7 +46,11 @@ bool Connection::authentication_gate(const Cmd &c, uint16_t slot) {
 
 bool Connection::auth_fields_valid(const Cmd &c, uint16_t slot) {
   const uint8_t *s = c.sqe.b.data();
-  if (!auth_) {
+  // After a success the host may authenticate again (the Linux host does
+  // when its secret changes): an Authentication Send opens a new
+  // transaction, and the queue serves I/O meanwhile, as nvmet's does.
+  const bool send = c.sqe.fctype() == kFctAuthSend;
+  if (!auth_ && !(send && start_transaction(ctrl_->hostnqn, ctrl_->subsys.cfg.nqn))) {
     refuse(slot, kStatusInvalidField, "authentication for a host without a key");
     return false;
   }
@@ -54,8 +69,18 @@ void Connection::auth_send(Cmd &c, uint16_t slot) {
   if (c.data_len < tl)
     return refuse(slot, kStatusSglLengthInvalid, fmt::format("{} bytes sent for a transfer of {}", c.data_len, tl));
   auth_->on_send(std::span<const uint8_t>(c.buf, tl));
+  // A wrong response counts against the address now, not when (or if) the
+  // host reads its AUTH_Failure1: a peer that drops the connection instead
+  // may not come straight back.
+  if (auth_->failing()) count_auth_failure();
   complete(slot, 0);
   auth_finished();
+}
+
+void Connection::count_auth_failure() {
+  if (auth_failure_counted_) return;
+  auth_failure_counted_ = true;
+  reg_.auth_failed(peer_);
 }
 
 void Connection::auth_receive(Cmd &c, uint16_t slot) {
@@ -78,9 +103,19 @@ void Connection::auth_finished() {
     auth_.reset();
   } else if (auth_->failed()) {
     log().warn("{} qid {}: host {} failed DH-HMAC-CHAP authentication: {}", label_, qid_, ctrl_->hostnqn, auth_->failure());
-    reg_.auth_failed(peer_);
+    count_auth_failure();
     close("authentication failed");
   }
+}
+
+// A transaction that does not finish in time fails: a peer may not hold a
+// queue open half-authenticated (nvmet expires stalled transactions too).
+void Connection::auth_expire(std::chrono::steady_clock::time_point now) {
+  if (!auth_ || now < auth_deadline_) return;
+  log().warn("{} qid {}: host {} did not finish DH-HMAC-CHAP authentication within {} s", label_, qid_, ctrl_->hostnqn,
+             kAuthDeadline.count());
+  count_auth_failure();
+  close("authentication not finished in time");
 }
 
 } // namespace mpnvme::target

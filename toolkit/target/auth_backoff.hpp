@@ -28,6 +28,7 @@ public:
 
   void failed(const std::string &addr, Clock::time_point now) {
     std::lock_guard lk(mu_);
+    if (by_addr_.size() >= kPruneAt) prune(now);
     Entry &e = by_addr_[addr];
     if (e.failures && now > e.until + kForget) e.failures = 0;
     const auto wait = std::min<Clock::duration>(kMax, kFirst * (1u << std::min(e.failures, 6u)));
@@ -46,7 +47,18 @@ public:
     return true;
   }
 
+  size_t size() {
+    std::lock_guard lk(mu_);
+    return by_addr_.size();
+  }
+
 private:
+  // Addresses whose count has been forgotten go once the map is this big:
+  // failures from many addresses cannot grow it without bound.
+  static constexpr size_t kPruneAt = 1024;
+  void prune(Clock::time_point now) {
+    std::erase_if(by_addr_, [now](const auto &kv) { return now > kv.second.until + kForget; });
+  }
   struct Entry {
     unsigned failures = 0;
     Clock::time_point until{};

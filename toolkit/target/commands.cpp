@@ -54,6 +54,9 @@ void Connection::execute(uint16_t slot) {
   const bool fabrics = c.sqe.opcode() == kFabricsOpcode;
   if (!ctrl_ && !(fabrics && c.sqe.fctype() == kFctConnect)) return refuse(slot, kStatusSeqError, "command before Connect");
   if (auth_pending_ && !authentication_gate(c, slot)) return;
+  // Keep-alive counts commands the queue may run: a refused one (before
+  // authentication) does not keep a controller alive.
+  if (ctrl_) ctrl_->touch();
   if (fabrics) {
     exec_fabrics(c, slot);
   } else if (qid_ == 0) {

@@ -12,6 +12,7 @@
 #include "crc32c.hpp"
 #include "host_identity.hpp"
 #include "job_engine_options.hpp"
+#include "json_error.hpp"
 
 namespace mpnvme::target {
 
@@ -120,7 +121,7 @@ TargetConfig load_json_config(const std::string &path) {
   try {
     j = json::parse(in);
   } catch (const json::exception &e) {
-    throw std::runtime_error(fmt::format("{}: not JSON: {}", path, e.what()));
+    throw std::runtime_error(fmt::format("{}: not JSON: {}", path, json_error(e)));
   }
   TargetConfig c;
   for (size_t i = 0; j.contains("subsystems") && i < j["subsystems"].size(); i++) {
@@ -131,6 +132,7 @@ TargetConfig load_json_config(const std::string &path) {
     if (sc.nqn.empty()) throw std::runtime_error(where + ".nqn: required");
     const json attr = s.value("attr", json::object());
     sc.allow_any_host = jstr(attr, "allow_any_host", where + ".attr", "1") == "1";
+    sc.allow_any_host_explicit = attr.contains("allow_any_host");
     sc.serial = jstr(attr, "serial", where + ".attr");
     sc.model = jstr(attr, "model", where + ".attr", sc.model);
     for (const json &h : s.value("allowed_hosts", json::array()))
@@ -237,8 +239,8 @@ TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::st
     for (auto &s : c.subsystems)
       if (s.nqn == engine.subnqn) sub = &s;
     if (!sub) {
-      c.subsystems.push_back({engine.subnqn, true, {}, "", "mpnvme-target", {}});
-      sub = &c.subsystems.back();
+      sub = &c.subsystems.emplace_back();
+      sub->nqn = engine.subnqn;
     }
     require_job_auth(c, *sub, engine);
     require_job_tls(c, *sub, engine);
@@ -277,8 +279,29 @@ TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::st
   return c;
 }
 
+// Naming a host's key means only named hosts get in: a subsystem whose
+// hosts were not said exactly (--allow-any-host, or JSON's
+// attr.allow_any_host with its allowed_hosts, as nvmet takes them) admits
+// the hosts named by --allow-host and the hosts with a key, and no one
+// else.
+static void close_to_keyed_hosts(TargetConfig &c) {
+  std::set<std::string> keyed;
+  for (const auto &[host, _] : c.host_auth)
+    keyed.insert(host);
+  for (const auto &[host, _] : c.tls_keys)
+    keyed.insert(host);
+  if (keyed.empty()) return;
+  for (auto &s : c.subsystems) {
+    if (s.allow_any_host_explicit) continue;
+    s.allow_any_host = false;
+    for (const auto &h : keyed)
+      if (std::find(s.allowed_hosts.begin(), s.allowed_hosts.end(), h) == s.allowed_hosts.end()) s.allowed_hosts.push_back(h);
+  }
+}
+
 void finalize(TargetConfig &c) {
   if (c.subsystems.empty()) throw std::invalid_argument("no subsystem configured (--subnqn with --ns, --config or --job)");
+  close_to_keyed_hosts(c);
   if (c.ports.empty()) throw std::invalid_argument("no port configured (--listen, --config or --job)");
   for (const PortConfig &p : c.ports)
     if (p.tls != TlsPort::None && c.tls_keys.empty())

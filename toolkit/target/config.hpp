@@ -37,7 +37,12 @@ struct NamespaceConfig {
 
 struct SubsystemConfig {
   std::string nqn;
+  // Any host, unless hosts are named: by an allow list, or by a key
+  // (finalize admits only the listed hosts and the hosts with a
+  // DH-HMAC-CHAP or TLS key once any host has one, unless the hosts were
+  // said exactly).
   bool allow_any_host = true;
+  bool allow_any_host_explicit = false; // --allow-any-host, or attr.allow_any_host in JSON: taken as it is
   std::vector<std::string> allowed_hosts;
   std::string serial, model = "mpnvme-target";
   std::vector<NamespaceConfig> namespaces;

@@ -20,6 +20,7 @@ Connection::Connection(Registry &reg, ConnIo &io, int fd, PortState &port, std::
       // more than it holds, and moving bytes costs more than a short receive.
       rx_(*this, pdu::Receiver::Controller, 1) {
   label_ = fmt::format("port {} {}", port_.cfg.id, peer_);
+  setup_deadline_ = std::chrono::steady_clock::now() + kSetupDeadline;
   const uint32_t entries = reg_.config().queue_entries;
   cmds_.resize(entries);
   free_.reserve(entries);
@@ -191,7 +192,6 @@ void Connection::handle_capsule(const uint8_t *h, const pdu::Common &c) {
   stats_.commands++;
   port_counters_.commands++;
   if (sqsize_) sqhd_ = static_cast<uint16_t>((sqhd_ + 1) % sqsize_);
-  if (ctrl_) ctrl_->touch();
 
   const uint32_t incapsule = c.pdo ? c.plen - c.pdo - (rx_.digests().data ? 4u : 0u) : 0;
   if (incapsule) {
@@ -298,6 +298,13 @@ bool Connection::tick(std::chrono::steady_clock::time_point now) {
     close("port disabled");
     return false;
   }
+  if (!ctrl_ && now > setup_deadline_) {
+    log().warn("{}: no Connect within {} s of the connection: closed", label_, kSetupDeadline.count());
+    close("set-up not finished in time");
+    return false;
+  }
+  auth_expire(now);
+  if (closing_) return false;
   if (ctrl_) {
     if (qid_ == 0 && !ctrl_->dead && ctrl_->kato_expired(now)) {
       log().warn("{}: keep alive timeout ({} ms) for host {}: controller {} torn down", label_, ctrl_->kato_ms, ctrl_->hostnqn,

@@ -29,6 +29,11 @@ class Connection;
 
 constexpr uint32_t kNvmeVersion = 0x10300; // NVMe 1.3, as nvmet reports
 constexpr unsigned kAerLimit = 4;          // Asynchronous Event Requests parked per controller
+// Before a peer has proved anything it may not hold a connection for long:
+// from accept to a finished Connect (a TLS handshake included: nvmet-tcp
+// gives that 10 s), and for one DH-HMAC-CHAP transaction.
+constexpr std::chrono::seconds kSetupDeadline{10};
+constexpr std::chrono::seconds kAuthDeadline{10};
 
 // ASCII fields of Identify data and log pages: space padded, no terminator.
 inline void put_padded(uint8_t *dst, size_t n, const std::string &s) {
@@ -142,6 +147,9 @@ private:
   void auth_receive(Cmd &c, uint16_t slot);
   bool auth_fields_valid(const Cmd &c, uint16_t slot);
   void auth_finished();
+  bool start_transaction(const std::string &hostnqn, const std::string &subnqn);
+  void count_auth_failure();
+  void auth_expire(std::chrono::steady_clock::time_point now);
   void exec_admin(Cmd &c, uint16_t slot);
   void exec_io(Cmd &c, uint16_t slot);
   void read_write(Cmd &c, uint16_t slot, Backend &be);
@@ -197,6 +205,10 @@ private:
   std::string tls_identity_, tls_host_, tls_subsys_; // empty: no secure channel
   std::unique_ptr<dhchap::ControllerTransaction> auth_;
   bool auth_pending_ = false;
+  bool auth_failure_counted_ = false;
+  std::chrono::steady_clock::time_point auth_deadline_{};
+  // Set-up (a TLS handshake, ICReq, Connect) must be over by this time.
+  std::chrono::steady_clock::time_point setup_deadline_;
 };
 
 } // namespace mpnvme::target

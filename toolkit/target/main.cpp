@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // mpnvme-target: a user-space NVMe/TCP target over MPTCP (or TCP).
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <pthread.h>
 #include <sstream>
+#include <string_view>
+#include <sys/prctl.h>
 #include <thread>
 
 #include "cli.hpp"
@@ -26,6 +31,7 @@ struct Cli {
   uint32_t inline_data_size = 16384, queue_size = 128, maxh2cdata = 128 * 1024;
   unsigned threads = 1, mdts = 7;
   bool no_discovery = false;
+  bool allow_any_host = false;
   bool reflect_tos = false;
   bool poll = false;
   AuthOptions auth;
@@ -65,6 +71,16 @@ private:
   std::string old_;
 };
 
+// --allow-host for subsystems from --config or --job: they admit exactly
+// these hosts (and, by finalize, the hosts with keys).
+void restrict_hosts(TargetConfig &c, const std::vector<std::string> &hosts) {
+  if (hosts.empty()) return;
+  for (auto &s : c.subsystems) {
+    s.allow_any_host = false;
+    s.allowed_hosts = hosts;
+  }
+}
+
 TargetConfig build_config(const Cli &o) {
   TargetConfig c;
   if (!o.config.empty()) c = load_json_config(o.config);
@@ -89,12 +105,15 @@ TargetConfig build_config(const Cli &o) {
       next = s.namespaces.back().nsid + 1;
     }
     c.subsystems.push_back(s);
-  } else if (!o.allow_hosts.empty()) {
-    for (auto &s : c.subsystems) {
-      s.allow_any_host = false;
-      s.allowed_hosts = o.allow_hosts;
-    }
+  } else {
+    restrict_hosts(c, o.allow_hosts);
   }
+  if (o.allow_any_host)
+    for (auto &s : c.subsystems) {
+      s.allow_any_host = true;
+      s.allow_any_host_explicit = true;
+      s.allowed_hosts.clear();
+    }
   const Transport tr = o.transport == "tcp" ? Transport::Tcp : Transport::Mptcp;
   for (const auto &l : o.listen) {
     std::stringstream items(l);
@@ -144,6 +163,27 @@ TargetConfig build_config(const Cli &o) {
 
 } // namespace
 
+// /proc/PID/cmdline shows a process's arguments to every user: a secret
+// given inline to a key option is blanked there once the options are read
+// (CLI11 holds its own copies by then; the warning at start says so).
+static void blank_inline_secrets(int argc, char **argv) {
+  static const std::string_view kSecretOptions[] = {"--dhchap-key", "--dhchap-ctrl-key", "--tls-key"};
+  for (int i = 1; i < argc; i++) {
+    const std::string_view arg = argv[i];
+    for (const std::string_view opt : kSecretOptions) {
+      char *value = nullptr;
+      if (arg == opt && i + 1 < argc)
+        value = argv[i + 1];
+      else if (arg.size() > opt.size() && arg.substr(0, opt.size()) == opt && arg[opt.size()] == '=')
+        value = argv[i] + opt.size() + 1;
+      if (!value) continue;
+      char *eq = std::strchr(value, '='); // HOSTNQN=SECRET: the part after the host
+      if (eq && eq[1] != '@') std::memset(eq + 1, 'x', std::strlen(eq + 1));
+      break;
+    }
+  }
+}
+
 // The target's command line, CLI11; the `ctl` subcommand is added by main.
 static void add_target_options(CLI::App &app, Cli &o) {
   app.add_option("-c,--config", o.config, "nvmetcli-style JSON configuration")->check(CLI::ExistingFile);
@@ -153,7 +193,11 @@ static void add_target_options(CLI::App &app, Cli &o) {
   app.add_option("-t,--transport", o.transport, "mptcp or tcp")->check(CLI::IsMember({"mptcp", "tcp"}))->capture_default_str();
   app.add_option("-s,--subnqn", o.subnqn, "subsystem NQN served with the --ns namespaces");
   app.add_option("-n,--ns", o.namespaces, "namespace: ram:SIZE, null:SIZE, file:PATH or PATH, [,lba=512|4096][,nsid=N]");
-  app.add_option("--allow-host", o.allow_hosts, "host NQN allowed to connect (default: any host)");
+  auto *allow = app.add_option("--allow-host", o.allow_hosts,
+                               "host NQN allowed to connect (default: any host, or only the hosts with a key once one has)");
+  app.add_flag("--allow-any-host", o.allow_any_host,
+               "any host may connect, also when some have keys (hosts without one then connect without authentication)")
+      ->excludes(allow);
   app.add_option("--dhchap-key", o.auth.keys,
                  "HOSTNQN=SECRET or HOSTNQN=@FILE: that host must authenticate with DH-HMAC-CHAP (repeatable)");
   app.add_option("--dhchap-ctrl-key", o.auth.ctrl_keys,
@@ -201,9 +245,14 @@ static void announce(Registry &reg, const TargetConfig &cfg) {
     fmt::print("mpnvme-target: port {} listening on {} ({}{})\n", p->cfg.id, p->cfg.addr.display(),
                transport_name(p->cfg.transport),
                p->cfg.tls == TlsPort::None ? "" : fmt::format(", {}", tls_port_name(p->cfg.tls)));
-  for (auto &s : cfg.subsystems)
+  for (auto &s : cfg.subsystems) {
     for (auto &n : s.namespaces)
       fmt::print("mpnvme-target: {} nsid {}: {}, {}-byte blocks\n", s.nqn, n.nsid, n.spec(), n.lba);
+    fmt::print("mpnvme-target: {} hosts: {}\n", s.nqn,
+               s.allow_any_host ? "any" : fmt::format("{}", fmt::join(s.allowed_hosts, ", ")));
+    if (s.allow_any_host && (!cfg.host_auth.empty() || !cfg.tls_keys.empty()))
+      log().warn("{}: any host may connect (allow_any_host): hosts without a key get in without authentication", s.nqn);
+  }
   fmt::print("mpnvme-target: ready\n");
   std::fflush(stdout);
 }
@@ -234,6 +283,10 @@ static int serve(const Cli &o) {
     log().error("{}", e.what());
     return 1;
   }
+  // Keys in memory: no core dump may carry them, and no other process of
+  // this user may read them through /proc or ptrace.
+  if ((!cfg.host_auth.empty() || !cfg.tls_keys.empty()) && prctl(PR_SET_DUMPABLE, 0) != 0)
+    log().warn("cannot turn core dumps off (prctl PR_SET_DUMPABLE): {}", strerror(errno));
 
   // Signals go to the main thread only (sigwait below).
   sigset_t sigs;
@@ -296,7 +349,9 @@ int main(int argc, char **argv) {
                                             "(ctl SOCKET help lists the commands)");
   ctl->add_option("socket", ctl_socket, "the --control socket of the running target")->required();
   ctl->add_option("command", ctl_words, "ana PORT GROUP STATE | port PORT down|up | stats | help")->required();
-  if (const int rc = mpnvme::parse_command_line(app, argc, argv); rc >= 0) return rc;
+  const int rc = mpnvme::parse_command_line(app, argc, argv);
+  blank_inline_secrets(argc, argv);
+  if (rc >= 0) return rc;
   if (*ctl) {
     std::string command;
     for (const auto &w : ctl_words)

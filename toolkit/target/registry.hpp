@@ -20,6 +20,7 @@
 #include "auth_backoff.hpp"
 #include "backend.hpp"
 #include "config.hpp"
+#include "dhchap_controller.hpp"
 
 namespace mpnvme::target {
 
@@ -87,6 +88,7 @@ public:
 
   std::atomic<bool> dead{false};
   std::atomic<int64_t> last_activity_ns{0};
+  dhchap::DhKeyCache dh_keys; // one DH key per group for all its queues' authentications
   void touch();
   bool kato_expired(std::chrono::steady_clock::time_point now) const;
 };
