@@ -2,6 +2,7 @@
 #include "dhchap_crypto.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <fmt/format.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
@@ -156,6 +157,13 @@ SecretBytes hmac(Hash h, std::span<const uint8_t> key, std::span<const uint8_t> 
 }
 
 void random_bytes(uint8_t *out, size_t n) {
+#ifdef MPNVME_FUZZING
+  // The fuzz build's challenges and sequence numbers are known, so that its
+  // seeds can carry a right response and the fuzzer reaches what comes
+  // after a successful authentication. Never in a program.
+  std::memset(out, 0x5a, n);
+  return;
+#endif
   if (RAND_bytes(out, static_cast<int>(n)) != 1) throw ssl_error("random bytes");
 }
 

@@ -106,23 +106,31 @@ ssize_t KernelTlsStream::recv(const iovec *iov, size_t n) {
     }
     const cmsghdr *cm = CMSG_FIRSTHDR(&mh);
     if (!cm || cm->cmsg_level != SOL_TLS || cm->cmsg_type != TLS_GET_RECORD_TYPE) return got;
-    const uint8_t type = *CMSG_DATA(cm);
-    if (type == kApplicationData) return got;
-    // The record's bytes went where the codec's data would: not reported.
-    const auto *b = static_cast<const uint8_t *>(iov[0].iov_base);
-    const uint8_t b0 = iov[0].iov_len ? b[0] : 0, b1 = iov[0].iov_len > 1 ? b[1] : 0;
-    if (type == kHandshake && b0 == kNewSessionTicket) continue;
-    if (type == kAlert && b1 == 0) {
-      eof_ = true;
-      return 0;
+    // The record's bytes went where the codec's data would: not reported
+    // unless they are data.
+    const size_t head = std::min(iov[0].iov_len, static_cast<size_t>(got));
+    RecordVerdict v = kernel_record(*CMSG_DATA(cm), {static_cast<const uint8_t *>(iov[0].iov_base), head});
+    switch (v.kind) {
+    case RecordVerdict::Data: return got;
+    case RecordVerdict::Skip: continue;
+    case RecordVerdict::End: eof_ = true; return 0;
+    case RecordVerdict::Fail: break;
     }
-    failure_ = type == kAlert ? fmt::format("the peer sent TLS alert {} ({})", alert_name(b1), b1)
-               : type == kHandshake && b0 == kKeyUpdate
-                   ? "the peer sent a TLS KeyUpdate, which kernel TLS here cannot follow (tls_mode=user can)"
-                   : fmt::format("kernel TLS: an unexpected record (type {}, first byte {})", type, b0);
+    failure_ = std::move(v.why);
     errno = EPROTO;
     return -1;
   }
+}
+
+RecordVerdict kernel_record(uint8_t type, std::span<const uint8_t> head) {
+  if (type == kApplicationData) return {RecordVerdict::Data, {}};
+  const uint8_t b0 = head.size() ? head[0] : 0, b1 = head.size() > 1 ? head[1] : 0;
+  if (type == kHandshake && b0 == kNewSessionTicket) return {RecordVerdict::Skip, {}};
+  if (type == kAlert && b1 == 0) return {RecordVerdict::End, {}};
+  return {RecordVerdict::Fail, type == kAlert ? fmt::format("the peer sent TLS alert {} ({})", alert_name(b1), b1)
+                               : type == kHandshake && b0 == kKeyUpdate
+                                   ? "the peer sent a TLS KeyUpdate, which kernel TLS here cannot follow (tls_mode=user can)"
+                                   : fmt::format("kernel TLS: an unexpected record (type {}, first byte {})", type, b0)};
 }
 
 ssize_t KernelTlsStream::send(const iovec *iov, size_t n) {

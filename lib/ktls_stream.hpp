@@ -8,7 +8,9 @@
 // fails it, a KeyUpdate fails it (kernels before rekey support cannot
 // follow one; the queue then reconnects with a new handshake).
 #pragma once
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "byte_stream.hpp"
@@ -31,6 +33,17 @@ private:
   std::string cipher_, failure_;
   bool eof_ = false;
 };
+
+// What a record that kernel TLS handed over alone (its type from the
+// control message, its first bytes in `head`) means for the stream: data,
+// skipped (a NewSessionTicket), the end (close_notify) or a failure, with
+// the reason. Pure: the one part of a receive that reads what the peer
+// sent.
+struct RecordVerdict {
+  enum Kind { Data, Skip, End, Fail } kind;
+  std::string why; // Fail only
+};
+RecordVerdict kernel_record(uint8_t type, std::span<const uint8_t> head);
 
 // The handshake's records handed to the kernel: the socket then carries
 // them itself. nullptr with `why` where it cannot (no tls module, an MPTCP

@@ -15,7 +15,7 @@ packages=(
   fio liburing-dev libnvme-dev libjson-c-dev libcmocka-dev libspdlog-dev libfmt-dev
   libisal-dev nlohmann-json3-dev libcli11-dev libssl-dev libkeyutils-dev
   iproute2 nftables kmod busybox-static xz-utils cpio qemu-system-x86 ethtool
-  python3 python3-matplotlib jq man-db nvme-cli
+  python3 python3-matplotlib jq man-db nvme-cli openssl
 )
 
 # Another apt (unattended-upgrades on a fresh machine) may hold the dpkg

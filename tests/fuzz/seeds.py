@@ -5,6 +5,8 @@ to mutate (capsules with and without in-capsule data, R2T-driven writes
 answered with H2CData, reads, trims, flushes, admin commands; with and
 without digests; DH-HMAC-CHAP messages of a host that must authenticate).
 Usage: seeds.py OUTDIR"""
+import hashlib
+import hmac
 import os
 import struct
 import sys
@@ -69,7 +71,30 @@ def auth_session(group):
     return p
 
 
+def auth_success_session():
+    """A host that authenticates, bidirectionally, with the right response:
+    the fuzz build's challenge is known (all 0x5a bytes, sequence number
+    0x5a5a5a5a). Then the admin commands an authenticated queue takes."""
+    desc = bytearray(64)
+    desc[0], desc[2], desc[3], desc[4], desc[34] = 1, 1, 1, 1, 0
+    negotiate = struct.pack("<BBHHBB", 0, 0, 0, 7, 0, 1) + bytes(desc)
+    key = bytes(range(32))  # the registry's DHHC-1:00 key for AUTH_HOST, as host and controller key
+    c1 = b"\x5a" * 32
+    msg = c1 + b"\x5a" * 4 + struct.pack("<H", 7) + b"\x00" + b"HostHost" + AUTH_HOST + b"\x00" + SUBNQN_FUZZ
+    response = hmac.new(key, msg, hashlib.sha256).digest()
+    reply = struct.pack("<BBHHBBBBHI", 1, 2, 0, 7, 32, 0, 1, 0, 0, 9) + response + b"\x33" * 32
+    success2 = struct.pack("<BBHH", 1, 4, 0, 7) + bytes(10)
+    p = icreq() + connect(SUBNQN_FUZZ, host=AUTH_HOST)
+    p += auth_send(1, negotiate) + auth_receive(2) + auth_send(3, reply) + auth_receive(4) + auth_send(5, success2)
+    p += capsule(sqe(0x7F, 6, fctype=0x04, tail=struct.pack("<4xI", 0)))                # property get CAP: allowed now
+    p += capsule(sqe(0x7F, 7, fctype=0x00, tail=struct.pack("<4xIQ", 0x14, 0x460001)))  # CC.EN
+    p += capsule(sqe(0x06, 8, 1, sgl_len=4096, cdw10=1))                                 # Identify controller
+    p += auth_send(9, negotiate) + auth_receive(10, 16)                                  # again: re-authentication, a short receive
+    return p
+
+
 write_seeds(sys.argv[1], {
+    "auth-success": b"\x00\xff" + auth_success_session(),
     "auth-null": b"\x00\xff" + auth_session(0),
     "auth-ffdhe2048": b"\x00\xff" + auth_session(1),
     "io-plain": b"\x01\x7f" + io_session(False),

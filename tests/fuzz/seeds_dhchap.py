@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """Seed corpus for fuzz_dhchap: well-formed controller messages (a
 challenge for each hash with the null group and with ffdhe2048, Success1
-with and without a response, AUTH_Failure1) in the harness's framing.
+with and without a response, with the controller's right response to the
+fuzz build's known challenge, AUTH_Failure1) in the harness's framing.
 Usage: seeds_dhchap.py OUTDIR"""
+import hashlib
+import hmac
 import os
 import struct
 import sys
@@ -29,10 +32,26 @@ def frame(flags, first, second):
     return bytes([flags]) + struct.pack("<H", len(first)) + first + second
 
 
+# The fuzz build's random bytes are all 0x5a (lib/dhchap_crypto.cpp): the
+# host's C2 and sequence number are known, so a Success1 can carry the
+# controller's right response and the fuzzer gets past its check.
+KEY = bytes(range(32))  # the harness's DHHC-1:00 secret, for both roles
+HOSTNQN, SUBNQN = b"nqn.2014-08.org.nvmexpress:uuid:fuzz", b"nqn.fuzz:sub"
+HASHES = {1: hashlib.sha256, 2: hashlib.sha384, 3: hashlib.sha512}
+
+
+def ctrl_response(hashid, t_id=1):
+    hl = HASH_LEN[hashid]
+    msg = b"\x5a" * hl + b"\x5a" * 4 + struct.pack("<H", t_id) + b"\x00" + b"Controller" + SUBNQN + b"\x00" + HOSTNQN
+    return hmac.new(KEY, msg, HASHES[hashid]).digest()
+
+
 seeds = {}
 for h in (1, 2, 3):
     seeds[f"null-{h}"] = frame(0, challenge(h, 0), success1(HASH_LEN[h]))
     seeds[f"bidi-{h}"] = frame(1, challenge(h, 0), success1(HASH_LEN[h], b"\x5a" * HASH_LEN[h]))
+for h in (1, 2, 3):
+    seeds[f"bidi-right-{h}"] = frame(1, challenge(h, 0), success1(HASH_LEN[h], ctrl_response(h)))
 seeds["ffdhe2048"] = frame(0, challenge(1, 1, b"\x02" + b"\x00" * 254 + b"\x05"), success1(32))
 seeds["failure1"] = frame(2, struct.pack("<BBHHBB", 0, 0xF1, 0, 1, 1, 1), b"")
 write_seeds(sys.argv[1], seeds)
