@@ -2,13 +2,48 @@
 # Guest side of the kernel-host interop test: the Linux nvme-tcp host
 # connects to mpnvme-target on the machine (10.0.2.2) over two ports (two
 # paths, one subsystem), writes and reads back data, keeps reading while the
-# machine cuts one path, then disconnects. Parameters come from the kernel
+# machine cuts one path, while port 2 is inaccessible (ANA), and while this
+# guest blackholes path 1, then disconnects. Parameters come from the kernel
 # command line: mp.p1, mp.p2 (ports), mp.nqn.
 for kv in $(cat /proc/cmdline); do
   case $kv in mp.p1=*) P1=${kv#*=} ;; mp.p2=*) P2=${kv#*=} ;; mp.nqn=*) NQN=${kv#*=} ;; esac
 done
+now() { cut -d' ' -f1 /proc/uptime; }
+timeouts() { awk '$1 == "TcpExt:" { if (!n) { for (i = 2; i <= NF; i++) if ($i == "TCPTimeouts") n = i } else print $n }' /proc/net/netstat; }
+# A silent blackhole on path 1, made in this guest so that its own TCP
+# meets it: for 8 s everything from the target's first port vanishes on
+# arrival (the host's segments are never acknowledged: its retransmission
+# timer runs, as behind a failed link). Reads go on throughout; each one's
+# time says how long the path's commands waited before they failed over.
+blackhole() {
+  NFT=/usr/local/bin/nft
+  [ -x $NFT ] || { say "blackhole nft-missing"; return; }
+  for i in $(seq 60); do # the machine makes port 2 optimized again first
+    [ "$(cat /sys/class/nvme/*/nvme*c*n1/ana_state | sort -u)" = optimized ] && break
+    sleep 0.5
+  done
+  t0=$(timeouts)
+  $NFT add table inet bh && $NFT add chain inet bh pre '{ type filter hook prerouting priority -300; }' &&
+    $NFT add rule inet bh pre ip saddr 10.0.2.2 tcp sport $P1 counter drop || { say "blackhole nft-failed"; return; }
+  start=$(now) errors=0 longest=0 reads=0 lifted=""
+  while awk -v n=$(now) -v s=$start 'BEGIN { exit !(n - s < 20) }'; do
+    r0=$(now)
+    sum=$(dd if=$dev bs=1M count=16 iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1) || errors=$((errors + 1))
+    [ "$sum" = "$expected" ] || errors=$((errors + 1))
+    reads=$((reads + 1))
+    longest=$(awk -v a=$longest -v b=$(awk -v x=$r0 -v y=$(now) 'BEGIN { print y - x }') 'BEGIN { print (b > a) ? b : a }')
+    if [ -z "$lifted" ] && awk -v n=$(now) -v s=$start 'BEGIN { exit !(n - s >= 8) }'; then
+      say "blackhole dropped $($NFT list table inet bh | grep -o 'packets [0-9]*')"
+      $NFT delete table inet bh
+      lifted=$(now)
+    fi
+  done
+  say "blackhole reads=$reads errors=$errors longest=${longest}s timeouts=$(($(timeouts) - t0))"
+  for c in $(ctrls); do say "blackhole after path $(basename $c) state=$(cat $c/state)"; done
+}
 scenario() {
   say() { echo "HOSTTEST $*"; }
+  expected=$(yes mpnvme0 | head -c 16777216 | md5sum | cut -d' ' -f1)
   uuid=$(cat /proc/sys/kernel/random/uuid)
   # Discovery through nvme-cli (copied in from the machine): the target's
   # discovery controller must list the subsystem on both ports.
@@ -54,6 +89,7 @@ scenario() {
   sleep 5
   for c in $(ctrls); do say "ana $(cat $c/address | cut -d, -f2) $(cat /sys/class/nvme/$(basename $c)/nvme*c*n1/ana_state)"; done
   say "ana-read md5 $(dd if=$dev bs=1M count=16 iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1)"
+  blackhole
   for c in $(ctrls); do echo 1 > /sys/class/nvme/$(basename $c)/delete_controller; done
   sleep 1
   if ls /sys/class/nvme-subsystem/ | grep -q nvme-subsys; then say "disconnect-incomplete"; else say "disconnected"; fi

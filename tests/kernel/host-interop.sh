@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The Linux kernel NVMe/TCP host (qemu lab) against mpnvme-target on this
 # machine: two ports -> one nvme-subsystem with two controllers, a verified
-# write/read, a path cut with I/O failing over, an orderly disconnect.
+# write/read, a path cut with I/O failing over, an ANA change, a silent
+# blackhole of one path (in the guest, so that its TCP meets it) with I/O
+# failing over, an orderly disconnect.
 #   host-interop.sh BUILD_DIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,7 +22,7 @@ PY
 
 start_machine_target "$state/target.log" --listen "127.0.0.1:$p1,127.0.0.1:$p2" --subnqn "$nqn" --ns ram:64m \
   --control "$state/control" --log-level info
-MPNVME_LAB_BINARIES="$(command -v nvme)" MPNVME_LAB_APPEND="mp.p1=$p1 mp.p2=$p2 mp.nqn=$nqn" "$here/lab.sh" start "$state" "$here/host-interop.setup.sh" || fail "guest did not boot"
+MPNVME_LAB_BINARIES="$(command -v nvme) $(command -v nft)" MPNVME_LAB_APPEND="mp.p1=$p1 mp.p2=$p2 mp.nqn=$nqn" "$here/lab.sh" start "$state" "$here/host-interop.setup.sh" || fail "guest did not boot"
 
 wait_for 'HOSTTEST (connected|connect-failed)' 120
 line=$(grep -a 'HOSTTEST connected' <(console)) || fail "the kernel host could not connect"
@@ -66,6 +68,18 @@ seen "HOSTTEST ana trsvcid=$p2 inaccessible" || fail "the kernel host did not se
 seen "HOSTTEST ana trsvcid=$p1 optimized" || fail "port 1 should stay optimized"
 [[ $(console | grep -a 'HOSTTEST ana-read' | awk '{print $4}') == "$expected" ]] || fail "read after the ANA change returned wrong data"
 echo "ok: ANA change delivered by AEN; I/O continues on the optimized path"
+echo "port 2 ANA group 1 -> optimized: $(control 'ana 2 1 optimized')"
+
+# The guest blackholes path 1 for 8 s (packets vanish on arrival there):
+# its TCP times out, multipath fails the path's I/O over, reads verify.
+wait_for 'HOSTTEST blackhole (reads|nft)' 120
+console | grep -a 'HOSTTEST blackhole'
+line=$(grep -a 'HOSTTEST blackhole reads=' <(console))
+[[ $line =~ reads=([0-9]+)\ errors=([0-9]+)\ longest=([0-9.]+)s\ timeouts=([0-9]+) ]] || fail "no blackhole result: $line"
+((BASH_REMATCH[2] == 0 && BASH_REMATCH[1] > 0)) || fail "reads failed or returned wrong data under the blackhole: $line"
+((BASH_REMATCH[4] > 0)) || fail "the kernel host's TCP saw no timeout: not a blackhole"
+seen 'HOSTTEST blackhole dropped packets [1-9]' || fail "the blackhole dropped nothing"
+echo "ok: path 1 blackholed for 8 s: ${BASH_REMATCH[1]} reads verified, the longest took ${BASH_REMATCH[3]} s, ${BASH_REMATCH[4]} TCP timeouts"
 
 wait_for 'HOSTTEST (disconnected|disconnect-incomplete)' 60
 grep -aq 'HOSTTEST disconnected' <(console) || fail "controllers left behind after delete_controller"
