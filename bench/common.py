@@ -2,6 +2,7 @@
 """What every bench experiment shares: where the programs are, CPU
 placement, process CPU time, medians with their spread, fio's JSON."""
 import json
+import math
 import os
 import pathlib
 import socket
@@ -29,20 +30,24 @@ CCS = [DEFAULT_CC]
 ENDPOINTS = "all"
 
 
-def condition_text(loss_pct, delay_ms):
-    """What a cell's paths did, said in the cell itself."""
+def condition_text(loss_pct, delay_ms, loss_unit="segment", loss_via="nft"):
+    """What a cell's paths did, said in the cell itself: the loss model too
+    (per wire segment or per GSO packet, dropped on arrival or by netem)."""
     if not loss_pct:
         return "lossless" + (f", {delay_ms} ms delay" if delay_ms else "")
-    return f"{loss_pct} % loss + {delay_ms} ms delay" if delay_ms else f"{loss_pct} % loss, no delay"
+    loss = f"{loss_pct} % loss per {loss_unit} ({loss_via})"
+    return f"{loss} + {delay_ms} ms delay" if delay_ms else f"{loss}, no delay"
 
 
-def cell_context(cc, rates_mbit, loss_pct, delay_ms, endpoints, where="host: mpnvme-lab namespaces", kernel=None):
+def cell_context(cc, rates_mbit, loss_pct, delay_ms, endpoints, where="host: mpnvme-lab namespaces", kernel=None,
+                 loss_unit="segment", loss_via="nft"):
     """The conditions a cell ran under, stored with the cell (results.json)
     and shown beside it: a figure is only comparable with one measured the
     same way."""
     return {"cc": cc, "kernel": kernel or os.uname().release, "where": where, "rates_mbit": list(rates_mbit),
             "loss_pct": loss_pct, "delay_ms": delay_ms, "endpoints": endpoints,
-            "conditions": condition_text(loss_pct, delay_ms)}
+            "loss_unit": loss_unit if loss_pct else None, "loss_via": loss_via if loss_pct else None,
+            "conditions": condition_text(loss_pct, delay_ms, loss_unit, loss_via)}
 
 
 def lab_conditions(name, cc, endpoints):
@@ -102,6 +107,13 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def machine_busy_seconds():
+    """CPU seconds every CPU of the machine has been busy so far
+    (/proc/stat: all but idle and iowait)."""
+    fields = [int(x) for x in pathlib.Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pid):
@@ -492,3 +504,86 @@ def nstat(lab, side):
     for group in data.values():
         flat.update(group)
     return {k: flat.get(k, 0) for k in NSTAT_COUNTERS}
+
+
+FLOWS_AWK = ROOT / "bench" / "flows.awk"
+
+
+class FlowSampler:
+    """Every second while a run goes on, the TCP flows that carried data on
+    each path to `port` (MPTCP subflows one by one) and their round trip,
+    from ss in the lab's host namespace (bench/flows.awk, which the guest
+    runs too). `seen()`: each path's most flows at once and the median of
+    the sampled round trips in ms."""
+
+    def __init__(self, name, paths, port):
+        self.paths, self.rows, self._stop = paths, [], threading.Event()
+        ns = lab(name, "names").split()[0]
+        self._cmd = ["ip", "netns", "exec", ns, "sh", "-c",
+                     f"ss -tinH state established '( dport = :{port} )' | awk -v paths={paths} -f {FLOWS_AWK}"]
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.is_set():
+            out = subprocess.run(self._cmd, capture_output=True, text=True).stdout.split()
+            if len(out) == 2 * self.paths:
+                self.rows.append([float(x) for x in out])
+            self._stop.wait(1)
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+        return self.seen()
+
+    def seen(self):
+        n = self.paths
+        flows = [int(max((r[i] for r in self.rows), default=0)) for i in range(n)]
+        rtts = [[r[n + i] for r in self.rows if r[n + i] > 0] for i in range(n)]
+        return {"flows": flows, "rtt_ms": [statistics.median(v) if v else 0 for v in rtts]}
+
+
+def lab_loss(name):
+    """The lab's loss record (mpnvme-lab counters --json): per direction the
+    packets dropped and the sender's TCP counters."""
+    return json.loads(lab(name, "counters", "--json"))["directions"]
+
+
+def loss_delta(before, after, read):
+    """What one run did in its data direction (reads: the target sends):
+    the lab's drops and the sender's segments, retransmissions, timeouts
+    and MPTCP-level retransmissions."""
+    way = "to_host" if read else "to_target"
+    a, b = before[way], after[way]
+    out = {"dropped": b["dropped_packets"] - a["dropped_packets"]}
+    for k in ("TcpOutSegs", "TcpRetransSegs", "TcpExtTCPTimeouts", "TcpExtTCPLossProbes", "MPTcpExtMPTCPRetrans"):
+        out[k] = b["sender_tcp"][k] - a["sender_tcp"][k]
+    return out
+
+
+MSS = 1448  # bytes of TCP payload per segment on the lab's 1500-byte paths
+
+
+def flow_rate_mib_s(p, rtt_s, rto_s=None):
+    """The rate one Reno-like flow sustains at loss-event rate `p` per
+    segment and round trip `rtt_s`, timeouts included: the PFTK model
+    (Padhye, Firoiu, Towsley, Kurose 1998) with one segment per ACK, which
+    reduces to Mathis's MSS / RTT x sqrt(3/2) / sqrt(p) when timeouts are
+    rare. Linux's cubic runs in its Reno-friendly region at these windows
+    (a few tens of segments). The retransmission timeout is Linux's with a
+    steady round trip: RTT + 200 ms."""
+    if p <= 0 or rtt_s <= 0:
+        return math.inf
+    t0 = rto_s if rto_s else rtt_s + 0.2
+    per_segment = rtt_s * math.sqrt(2 * p / 3) + t0 * min(1.0, 3 * math.sqrt(3 * p / 8)) * p * (1 + 32 * p * p)
+    return MSS / per_segment / 1048576
+
+
+def flow_estimate(p, rtt_ms, flows, line_per_path_mib_s):
+    """What `flows` (data flows per path) at loss rate `p` and round trips
+    `rtt_ms` (per path) can carry, each path capped by its line: MiB/s."""
+    total = 0.0
+    for f, rtt in zip(flows, rtt_ms):
+        if f:
+            total += min(line_per_path_mib_s, f * flow_rate_mib_s(p, rtt / 1000))
+    return total

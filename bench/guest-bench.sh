@@ -26,7 +26,7 @@ export MPNVME_ENGINE=/usr/local/bin/fio-mpnvme.so MPNVME_SUBNQN=nqn.2026-12.io.m
 MPNVME_TRADDR=10.1.1.1
 for ((i = 2; i <= PATHS; i++)); do MPNVME_TRADDR+=,10.1.$i.1; done
 export MPNVME_TRADDR MPNVME_RUNTIME=$RUNTIME MPNVME_RAMP=$RAMP
-export MPNVME_IOPOLICY=round-robin MPNVME_RW=randread MPNVME_IODEPTH=32
+export MPNVME_IOPOLICY=round-robin MPNVME_RW=randread MPNVME_IODEPTH=32 MPNVME_NUMJOBS=$JOBS MPNVME_PATH_STATS=/dev/null
 mkdir -p /run /var /etc/nvme && mount -t tmpfs tmpfs /run && ln -sfn /run /var/run
 echo "nqn.2014-08.org.nvmexpress:uuid:5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" > /etc/nvme/hostnqn
 echo "5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" > /etc/nvme/hostid
@@ -86,13 +86,16 @@ counted() {
 }
 
 up() { # CONDITION: the lab and mpnvme-target --job serving every path
-  local cond=$1 args=(--paths "$PATHS" --rate "${RATE_MBIT}mbit" --cc cubic --endpoints all)
-  [[ $cond == lossy ]] && args+=(--delay "$DELAY_MS" --loss "$LOSS_PCT" --loss-via "$LOSS_VIA" --loss-unit "$LOSS_UNIT")
+  # (lossy-inline: lossy, and the target takes 128 KiB of data in a write's
+  # capsule, so a write needs no R2T round trip)
+  local cond=$1 args=(--paths "$PATHS" --rate "${RATE_MBIT}mbit" --cc cubic --endpoints all) inline=()
+  [[ $cond == lossy* ]] && args+=(--delay "$DELAY_MS" --loss "$LOSS_PCT" --loss-via "$LOSS_VIA" --loss-unit "$LOSS_UNIT")
+  [[ $cond == *-inline ]] && inline=(--inline-data-size 131072)
   local out
   out=$($LAB up "${args[@]}" 2>&1) || { say "lab-failed $cond: $(tr '\n' ' ' <<<"$out")"; return 1; }
   # The target listens MPTCP: plain TCP hosts (the kernel's, the engine's
   # tcp cells) are served by the fallback to TCP.
-  MPNVME_TRANSPORT=mptcp $LAB exec target mpnvme-target --job "$JOB" --log-level warn >/tmp/target-$cond.log 2>&1 &
+  MPNVME_TRANSPORT=mptcp $LAB exec target mpnvme-target --job "$JOB" "${inline[@]}" --log-level warn >/tmp/target-$cond.log 2>&1 &
   local listen=10.1.1.1:$CONTROL_PORT i
   for ((i = 2; i <= PATHS; i++)); do listen+=,10.1.$i.1:$CONTROL_PORT; done
   $LAB exec target mpnvme-floor sink --listen "$listen" --transport mptcp >/tmp/sink-$cond.log 2>&1 &
@@ -105,23 +108,39 @@ ready() { # WHO CONDITION LINE: wait (bounded) for WHO's ready line in its log
   return 1
 }
 
-engine_cell() { # TAG TRANSPORT IOPOLICY RW (mptcp1: one MPTCP connection, on path 1; TRANSPORT-qdN: iodepth N)
-  local traddr=$MPNVME_TRADDR transport=${2%-qd*} depth=32
-  [[ $2 == *-qd* ]] && depth=${2##*-qd}
+# shape TRANSPORT: a cell's transport and workload from its name,
+# TRANSPORT[-jN][-qdN]: mptcp1 is one MPTCP connection (per job) on path 1;
+# -jN runs N jobs instead of JOBS, each with the depth that keeps the
+# commands in flight the same (-j1: the kernel host's one queue per path on
+# the one vCPU); -qdN sets each job's iodepth. Sets transport, jobs, depth.
+shape() {
+  transport=${1%%-*} jobs=$JOBS depth=32
+  [[ $1 =~ -j([0-9]+) ]] && jobs=${BASH_REMATCH[1]} depth=$((32 * JOBS / jobs))
+  [[ $1 =~ -qd([0-9]+) ]] && depth=${BASH_REMATCH[1]}
+  return 0
+}
+
+engine_cell() { # TAG TRANSPORT IOPOLICY RW
+  local traddr=$MPNVME_TRADDR transport jobs depth
+  shape "$2"
   [[ $transport == mptcp1 ]] && traddr=10.1.1.1 transport=mptcp
-  MPNVME_TRADDR=$traddr MPNVME_TRANSPORT=$transport MPNVME_IOPOLICY=$3 MPNVME_RW=$4 MPNVME_IODEPTH=$depth $LAB exec host \
+  MPNVME_TRADDR=$traddr MPNVME_TRANSPORT=$transport MPNVME_IOPOLICY=$3 MPNVME_RW=$4 MPNVME_IODEPTH=$depth MPNVME_NUMJOBS=$jobs \
+    MPNVME_PATH_STATS=/tmp/$1.paths $LAB exec host \
     env ${PRELOAD:+LD_PRELOAD=$PRELOAD ASAN_OPTIONS=detect_leaks=0:abort_on_error=1} fio "$JOB" "${BWLOG[@]}" --output-format=json \
     --output=/tmp/$1.json >/tmp/$1.log 2>&1 || { failed "$1" "$(tail -2 /tmp/$1.log)"; return; }
   result "$1" "${4#rand}" /tmp/$1.json
+  # Per path and job: the subflows, the most commands in flight at once.
+  say "$1-pathstats $(jq -sc '[.[] | .paths[] | {path, subflows, inflight_max, failovers}]' /tmp/$1.paths)"
 }
 
 raw_cell() { # TAG TRANSPORT IOPOLICY RW: the engine cell's connections over bare sockets
-  local transport=${2%-qd*} paths=$PATHS connect="" i j out
+  local transport jobs depth paths=$PATHS connect="" i j out
+  shape "$2"
   # numa sends every command down one path; mptcp1 is one connection (per
   # job) on path 1 whose subflows join the rest.
   [[ $3 == numa || $transport == mptcp1 ]] && paths=1
   [[ $transport == mptcp1 ]] && transport=mptcp
-  for ((i = 1; i <= paths; i++)); do for ((j = 0; j < JOBS; j++)); do connect+=${connect:+,}10.1.$i.1:$CONTROL_PORT; done; done
+  for ((i = 1; i <= paths; i++)); do for ((j = 0; j < jobs; j++)); do connect+=${connect:+,}10.1.$i.1:$CONTROL_PORT; done; done
   out=$($LAB exec host mpnvme-floor stream --connect "$connect" --transport "$transport" --direction "${4#rand}" \
     --ramp "$RAMP" --seconds "$RUNTIME" 2>&1) || { failed "$1" "mpnvme-floor stream: $out"; return; }
   say "$1 $(jq -c '{mib_s, subflows, connections}' <<<"$out")"
@@ -151,13 +170,29 @@ loss_counters() { # CONDITION
     loss_unit, loss_via, directions, sent: {tx_packets: ([.paths[].tx_packets] | add), tx_bytes: ([.paths[].tx_bytes] | add)}}')"
 }
 
-# flows TAG PORT: the TCP connections (MPTCP subflows included) established
-# on each path to PORT, counted in the host namespace midway through a
-# run: the flows whose congestion control shares out a lossy path.
+# drops: what the lab dropped so far, [to the target, to the host].
+drops() { $LAB counters --json | jq -c '[.directions.to_target.dropped_packets, .directions.to_host.dropped_packets]'; }
+
+# flows PORT: until killed, every second, the TCP flows that carried data
+# on each path to PORT (MPTCP subflows one by one) and their median round
+# trip, counted in the host namespace (bench/flows.awk): one line per
+# sample. Set-up under emulation takes seconds, so one sample could miss
+# flows: the run's figure is each path's most, and its median round trip.
 flows() {
-  sleep $((RAMP + RUNTIME / 2))
-  say "$1-flows $($LAB exec host ss -tnH state established "( dport = :$2 )" | awk -v n="$PATHS" '
-    { split($4, a, ":"); split(a[1], o, "."); c[o[3]]++ } END { printf "["; for (i = 1; i <= n; i++) printf "%s%d", (i > 1 ? "," : ""), c[i]; print "]" }')"
+  while :; do
+    $LAB exec host ss -tinH state established "( dport = :$1 )" | awk -v paths="$PATHS" -f /files/flows.awk
+    sleep 1
+  done
+}
+# flows_seen TAG FILE: those figures of the samples in FILE, as JSON.
+flows_seen() {
+  say "$1-flows $(awk -v n="$PATHS" '{ for (i = 1; i <= n; i++) { if ($i > m[i]) m[i] = $i; if ($(n + i) > 0) r[i, ++k[i]] = $(n + i) } }
+    END { printf "{\"flows\": ["; for (i = 1; i <= n; i++) printf "%s%d", (i > 1 ? "," : ""), m[i]
+      printf "], \"rtt_ms\": ["
+      for (i = 1; i <= n; i++) { c = k[i] + 0
+        for (a = 2; a <= c; a++) for (b = a; b > 1 && r[i, b - 1] > r[i, b]; b--) { t = r[i, b]; r[i, b] = r[i, b - 1]; r[i, b - 1] = t }
+        printf "%s%s", (i > 1 ? "," : ""), (c ? r[i, int((c + 1) / 2)] : 0) }
+      print "]}" }' "$2")"
 }
 
 current=""
@@ -170,21 +205,25 @@ while read -r cond side transport policy rw tag; do
     say "lab $cond $($LAB status | grep -m2 -E 'qdisc (netem|tbf)' | tr -s ' ' | tr '\n' ';')"
   fi
   snapshot >/tmp/before
+  drops_before=$(drops)
   # The CPU every second, to take the run's last RUNTIME seconds (its
   # measured window; set-up under emulation takes longer than the run).
   (while sleep 1; do cpu_now; done) >/tmp/cpu.log &
   sampler=$!
   port=4420
   [[ $side == raw ]] && port=$CONTROL_PORT
-  flows "$tag" $port &
+  flows $port >/tmp/flows &
   counter=$!
   case $side in
   engine) engine_cell "$tag" "$transport" "$policy" "$rw" ;;
   raw) raw_cell "$tag" "$transport" "$policy" "$rw" ;;
   *) kernel_cell "$tag" "$policy" "$rw" "$transport" ;;
   esac
-  wait $counter
+  kill $counter
+  wait $counter 2>/dev/null
+  flows_seen "$tag" /tmp/flows
   counted "$tag" /tmp/before
+  say "$tag-drops $(jq -nc --argjson a "$drops_before" --argjson b "$(drops)" '{to_target: ($b[0] - $a[0]), to_host: ($b[1] - $a[1])}')"
   kill "$sampler" 2>/dev/null
   # How busy the one emulated CPU was over the measured window: near 1,
   # the cell measured the emulation, not the paths.

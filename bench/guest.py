@@ -23,6 +23,7 @@ import os
 import pathlib
 import re
 import shutil
+import statistics
 import subprocess
 import time
 
@@ -47,7 +48,9 @@ def cells(full):
     policies = ("numa", "round-robin", "queue-depth") if full else ("round-robin",)
     out = []
     for p in policies:
-        out += [("engine", "tcp", p), ("kernel", "tcp", p), ("engine", "mptcp", p)]
+        # tcp-j1: the engine with the kernel host's flows (one queue per
+        # path: the guest has one vCPU), its commands in flight the same.
+        out += [("engine", "tcp", p), ("kernel", "tcp", p), ("engine", "tcp-j1", p), ("engine", "mptcp", p)]
     out += [("engine", "mptcp1", "numa")] if full else []
     # Each engine cell's raw control: its connections over bare sockets.
     return out + [("raw", t, p) for side, t, p in out if side == "engine"]
@@ -170,7 +173,7 @@ def execute(shape, runs, work, kernel, name="guest"):
                                  f"PRELOAD={asan_runtime()}\n")
     setup = gdir / "setup.sh"
     setup.write_text("/usr/local/bin/bash /files/guest-bench.sh > /dev/console 2>&1 &\n")
-    files = [gdir / "plan", gdir / "params", common.LAB, HERE / "guest-seed.fio", HERE / "guest-bench.sh"]
+    files = [gdir / "plan", gdir / "params", common.LAB, HERE / "guest-seed.fio", HERE / "guest-bench.sh", HERE / "flows.awk"]
     env["MPNVME_LAB_FILES"] = " ".join(map(str, files))
     state = gdir / "lab"
     netns = f"mpnvme-bench{os.getpid()}"
@@ -185,7 +188,7 @@ def execute(shape, runs, work, kernel, name="guest"):
             common.die(f"the kernel lab did not boot: {r.stderr[-1500:]}")
         boot_s = time.monotonic() - started
         # Set-up under emulation is about ten round trips per controller:
-        # at the longer delays of bench/run scale that is most of a run.
+        # at long delays that is most of a run.
         budget = int(len(plan) * (runtime + ramp + 30 + 100 * shape.delay_ms / 1000)) + 120
         deadline = time.monotonic() + budget
         seen = 0
@@ -211,9 +214,9 @@ def execute(shape, runs, work, kernel, name="guest"):
 
 
 def parse(text, shape, runs, boot_s, total_s):
-    by_tag, notes, counters, splits, labs, kernel_counters, cpu_busy, flows = {}, [], {}, {}, [], {}, {}, {}
+    by_tag, notes, counters, splits, labs, kernel_counters, cpu_busy, flows, pathstats, drops = {}, [], {}, {}, [], {}, {}, {}, {}, {}
     for line in text.splitlines():
-        m = re.match(r"BENCH (\S+) (\S+ )?([\[{].*[\]}])\s*$", line.replace("\r", ""))
+        m = re.match(r"BENCH (\S+) ([^\s\[{]\S* )?([\[{].*[\]}])\s*$", line.replace("\r", ""))
         if re.match(r"BENCH \S+-paths ", line):
             tag, split = line[6:].split(" ", 1)
             splits[tag[:-len("-paths")]] = split.strip()
@@ -223,6 +226,10 @@ def parse(text, shape, runs, boot_s, total_s):
             kernel_counters[m.group(1)[:-len("-counters")]] = json.loads(m.group(3))
         elif m and m.group(1).endswith("-flows"):
             flows[m.group(1)[:-len("-flows")]] = json.loads(m.group(3))
+        elif m and m.group(1).endswith("-drops"):
+            drops[m.group(1)[:-len("-drops")]] = json.loads(m.group(3))
+        elif m and m.group(1).endswith("-pathstats"):
+            pathstats[m.group(1)[:-len("-pathstats")]] = json.loads(m.group(3))
         elif m and m.group(1).endswith("-cpu"):
             cpu_busy[m.group(1)[:-len("-cpu")]] = json.loads(m.group(3))["busy"]
         elif m and not m.group(2):
@@ -232,7 +239,7 @@ def parse(text, shape, runs, boot_s, total_s):
         elif line.startswith("BENCH "):
             notes.append(line[6:].strip())
     res = {"rate_mbit": shape.rate_mbit, "paths": shape.paths, "delay_ms": shape.delay_ms, "scale": shape.scale,
-           "loss_pct": LOSS_PCT, "runtime_s": shape.runtime, "ramp_s": shape.ramp, "runs": runs, "boot_s": boot_s,
+           "loss_pct": LOSS_PCT, "loss_unit": shape.loss_unit, "loss_via": shape.loss_via, "runtime_s": shape.runtime, "ramp_s": shape.ramp, "runs": runs, "boot_s": boot_s,
            "total_s": total_s, "line_mib_s": mbit_to_mib_s(shape.paths * shape.rate_mbit),
            "notes": notes, "counters": counters,
            "kernel_path_split": splits, "labs": labs, "cells": []}
@@ -254,6 +261,13 @@ def parse(text, shape, runs, boot_s, total_s):
                             "late_mib_s": common.median_spread([r["late_mib_s"] for r in ok]) if ok and "late_mib_s" in ok[0] else None,
                             # what the kernel counted in each run (both namespaces), by run
                             "kernel_counters": [kernel_counters.get(t, {}) for t in tags],
+                            # the TCP flows that carried data on each path (most seen at once) and their
+                            # median round trip, by run
+                            "flows": [flows.get(t) for t in tags],
+                            # the engine's per-path statistics (subflows, most commands in flight), by run
+                            "path_stats": [pathstats.get(t) for t in tags],
+                            # what the lab dropped in each direction, by run
+                            "drops": [drops.get(t) for t in tags],
                             # the emulated CPU's busy fraction over each run's last `runtime` seconds
                             "guest_cpu_busy": common.median_spread([cpu_busy[t] for t in tags if t in cpu_busy])
                             if any(t in cpu_busy for t in tags) else None}
@@ -345,18 +359,80 @@ def report(res, runs):
                   "scaled line: 0.9 or more means the emulated CPU is not what limits them."
                   + (f" The MPTCP cells reach {min(mptcp):.2f}..{max(mptcp):.2f}, as on this machine's 1 Gbit paths "
                      "(seed000's lossless mptcp rows), where the CPU is not the limit either." if mptcp else "")]
+    lines += loss_table(res, by)
     c = res["counters"].get("lossy")
     if c and c["sent"]["tx_packets"]:
-        lines += ["", f"Loss check (lossy, host side): the rules dropped {c['dropped']} of {c['sent']['tx_packets']} packets "
-                  f"({100 * c['dropped'] / c['sent']['tx_packets']:.2f} %). These are GSO packets, "
-                  f"{c['sent']['tx_bytes'] / c['sent']['tx_packets']:.0f} bytes on average; the rules drop them whole, as "
-                  "the selftest's netem does. At 1 Gbit TCP builds larger ones (up to 64 KiB), so the same 0.5 % is "
-                  "fewer loss events per byte there: the scaled cells are, if anything, the harsher case."]
+        d = c["directions"]
+        lines += ["", f"Loss check (lossy condition, {c.get('loss_unit')} by {c.get('loss_via')}, the kernel's own counters): "
+                  f"netem dropped {d['to_target']['dropped_packets']} packets on the way to the target, whose sender (the host) "
+                  f"retransmitted {d['to_target']['sender_tcp']['TcpRetransSegs']} segments and timed out "
+                  f"{d['to_target']['sender_tcp']['TcpExtTCPTimeouts']} times; {d['to_host']['dropped_packets']} on the way to "
+                  f"the host, whose sender (the target) retransmitted {d['to_host']['sender_tcp']['TcpRetransSegs']} and timed "
+                  f"out {d['to_host']['sender_tcp']['TcpExtTCPTimeouts']} times."]
     lines += ["", f"Guest boot {res['boot_s']:.0f} s, whole guest run {res['total_s']:.0f} s."]
     notes = [n for n in res["notes"] if not n.startswith("kernel ")]
     if notes:
         lines += ["", "Guest notes:", ""] + [f"- {n}" for n in notes]
     return "\n".join(lines) + "\n"
+
+
+def run_model(res, d, i, read):
+    """One run's loss and flows against the flow-count estimate: the data
+    direction's drops per segment its sender sent (p), the sender's
+    retransmissions per MiB sent, the flows that carried data on each path
+    and their round trip, and what that many flows carry at that p."""
+    k, drops, flows = d["kernel_counters"][i], d["drops"][i], d["flows"][i]
+    if not (k and drops and flows):
+        return None
+    sender = "target" if read else "host"
+    segs = max(k.get(f"{sender}.Tcp.OutSegs", 0), 1)
+    p = drops["to_host" if read else "to_target"] / segs
+    line_per_path = res["line_mib_s"] / res["paths"]
+    return {"p": p, "retrans_per_mib": k.get(f"{sender}.Tcp.RetransSegs", 0) / (segs * common.MSS / 1048576),
+            "flows": flows["flows"], "rtt_ms": flows["rtt_ms"],
+            "estimate": common.flow_estimate(p, flows["rtt_ms"], flows["flows"], line_per_path)}
+
+
+def ratio_to(value, estimate):
+    """value / estimate, or '-' where no flow was seen to carry data."""
+    return f"{value / estimate:.2f}" if estimate else "-"
+
+
+def loss_table(res, by):
+    """The lossy cells beside the flow-count estimate and the published
+    ratios, by side (engine, its raw control, the kernel host)."""
+    line = res["line_mib_s"]
+    rows = []
+    for cell in res["cells"]:
+        if not cell["condition"].startswith("lossy"):
+            continue
+        for rw in ("randread", "randwrite"):
+            d = cell[rw]
+            if not d.get("mib_s") or not d.get("drops"):
+                continue
+            m = run_model(res, d, len(d["drops"]) - 1, rw == "randread")
+            if not m:
+                continue
+            v = d["mib_s"]["median"]
+            est = "line" if m["estimate"] >= line * 0.999 else f"{m['estimate']:.1f}"
+            rtt = statistics.median([t for t in m["rtt_ms"] if t] or [0])
+            pub = PUBLISHED.get((cell["transport"].split("-")[0], cell["iopolicy"], "lossy"))
+            pub_text = f"{pub[0 if rw == 'randread' else 1] / mbit_to_mib_s(4000):.2f}" if pub else "-"
+            rows.append(f"| {cell['condition']} | {cell['side']} | {cell['transport']} | {cell['iopolicy']} | {rw[4:]} | "
+                        f"{v:.2f} ({v / line:.2f}) | {'/'.join(map(str, m['flows']))} | {rtt:.0f} | {m['p']:.4f} | "
+                        f"{m['retrans_per_mib']:.1f} | {est} | {ratio_to(v, m['estimate'])} | "
+                        f"{pub_text} |")
+    if not rows:
+        return []
+    return ["", f"Lossy cells against the flow-count estimate ({res['loss_pct']} % per {res.get('loss_unit')} by "
+            f"{res.get('loss_via')}, {res['delay_ms']:g} ms each way). Flows: the TCP flows that carried data on each path "
+            "(MPTCP subflows one by one; the most seen at once, sampled every second with ss). p: the loss-event rate the "
+            "sender met, drops in its direction per segment it sent. Retransmissions per MiB it sent. Estimate: each path's "
+            "flows x one flow's loss-limited rate at that p and their round trip (PFTK: Mathis's square-root law with "
+            "retransmission timeouts, RTO = RTT + 200 ms), capped by the path's line. Published: the selftest's figure "
+            "as a ratio to its line. Last run of each cell.", "",
+            "| condition | side | transport | iopolicy | dir | MiB/s (line) | flows | RTT ms | p | retrans/MiB | estimate | "
+            "/ estimate | published |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"] + rows
 
 
 def controls_table(res, by, ratio):

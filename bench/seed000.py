@@ -26,6 +26,7 @@ so."""
 import json
 import os
 import pathlib
+import statistics
 import subprocess
 import time
 
@@ -51,15 +52,15 @@ class MatrixLab:
     """A private mpnvme-lab topology with mpnvme-target serving every path."""
 
     def __init__(self, name, rates, work, loss=0.0, delay_ms=0, iodepth=256, cc=common.DEFAULT_CC,
-                 endpoints=common.ENDPOINTS, tls_key=None):
+                 endpoints=common.ENDPOINTS, tls_key=None, loss_unit="segment"):
         self.name, self.rates, self.work, self.iodepth = name, rates, work, iodepth
         # tls_key: every port requires TLS 1.3 and fio's host brings this PSK.
         target_tls = ["--tls", "--tls-key", f"{TLS_HOST}=@{tls_key}"] if tls_key else []
         self.fio_extra = ["--tls=1", f"--tls_key_file={tls_key}", f"--hostnqn={TLS_HOST}"] if tls_key else []
         self.paths = len(rates)
-        self.context = common.cell_context(cc, rates, loss, delay_ms, endpoints)
+        self.context = common.cell_context(cc, rates, loss, delay_ms, endpoints, loss_unit=loss_unit)
         args = ["up", "--paths", str(self.paths), "--rate", ",".join(f"{r}mbit" for r in rates), "--cc", cc,
-                "--endpoints", endpoints]
+                "--endpoints", endpoints, "--loss-unit", loss_unit]
         if delay_ms:
             args += ["--delay", str(delay_ms)]
         self.lab(*args)
@@ -97,9 +98,12 @@ class MatrixLab:
                f"--output={out}", f"--path_stats={stats}", *self.fio_extra, *extra]
         sampler = common.CpuSampler(self.target.pid)
         wire_sampler = common.WireSampler(self.name, self.paths, rw == "randread")
+        flows, loss_before = common.FlowSampler(self.name, self.paths, 4420), common.lab_loss(self.name)
         common.run_fio(cmd, tag, cwd=self.work)
         sampler.stop()
         wire_sampler.stop()
+        flows = flows.stop()
+        loss = common.loss_delta(loss_before, common.lab_loss(self.name), rw == "randread")
         result = common.fio_json(out)
         job = result["jobs"][0]
         ddir = "read" if rw == "randread" else "write"
@@ -121,13 +125,15 @@ class MatrixLab:
         steady = common.steady_mib_s(logs)
         return {"steady": steady, "fio_cpu": fio_cpu, "target_cpu": target_cpu, "bytes": d["io_bytes"], "wire": wire,
                 "fio_mib_s": d["bw_bytes"] / 1048576, "path_bytes": wire_sampler.path_bytes(), "subflows": common.path_subflows(stats),
-                "stalls": stalls}
+                "stalls": stalls, "flows": flows, "loss": loss}
 
     def control(self, transport, rw, runtime, ramp, paths=None):
         """The raw control beside an engine run (mpnvme-floor stream): as many
-        connections on each path as the engine has there, one per job."""
-        return common.control_stream(self.name, paths or self.paths, transport, rw == "randread", ramp, runtime,
-                                     per_path=JOBS)
+        connections on each path as the engine has there, one per job; with
+        its flows and what the loss did to it."""
+        flows, loss_before = common.FlowSampler(self.name, self.paths, common.CONTROL_PORT), common.lab_loss(self.name)
+        out = common.control_stream(self.name, paths or self.paths, transport, rw == "randread", ramp, runtime, per_path=JOBS)
+        return out | {"flows": flows.stop(), "loss": common.loss_delta(loss_before, common.lab_loss(self.name), rw == "randread")}
 
     def close(self):
         common.stop(self.target)
@@ -167,7 +173,14 @@ def cell(lab, tag, transport, iopolicy, runs, runtime, ramp, condition, paths=No
                    "path_bytes": rows[-1]["path_bytes"], "subflows": rows[-1]["subflows"],
                    # Runs with a stall on the wire, in the ramp and in the window.
                    "stalls": {where: sum(1 for r in rows if r["stalls"][where]) for where in ("ramp", "window")},
-                   "runs": len(rows)}
+                   "runs": len(rows),
+                   # The TCP flows that carried data on each path (MPTCP subflows one by one) and
+                   # what the loss did (the lab's drops, the sender's retransmissions): the last run's,
+                   # engine and raw control.
+                   "flows": rows[-1]["flows"], "loss": rows[-1]["loss"],
+                   "raw_flows": raw[-1]["flows"], "raw_loss": raw[-1]["loss"]}
+        if lab.context.get("loss_pct"):
+            res[rw] |= loss_model(res[rw], lab.line_mib_s() / lab.paths)
     line = lab.line_mib_s()
     print(f"  {tag}: read {res['randread']['mib_s']['median']:.0f} write {res['randwrite']['mib_s']['median']:.0f} MiB/s "
           f"(line {line:.0f})", flush=True)
@@ -175,15 +188,57 @@ def cell(lab, tag, transport, iopolicy, runs, runtime, ramp, condition, paths=No
             "line_mib_s": line, **lab.context, **res}
 
 
+def segment_cost(lab, runtime, ramp):
+    """What --loss-unit segment costs: the raw control (reads, 4
+    connections per path) with segmentation offloads on and off (the lab
+    turns them off on a lossy path; 0.001 % loss, one packet in 100000,
+    keeps the path otherwise lossless), the rate and the machine's CPU
+    seconds per GiB moved (both namespaces, both CPUs: sender, receiver
+    and the veth between them)."""
+    out = {}
+    for label, pct in (("offloads on (GSO packets)", "0"), ("offloads off (one segment a packet)", "0.001")):
+        for p in range(1, lab.paths + 1):
+            lab.lab("loss", str(p), pct)
+        for transport in ("tcp", "mptcp"):
+            busy0 = common.machine_busy_seconds()
+            r = common.control_stream(lab.name, lab.paths, transport, True, ramp, runtime, per_path=JOBS)
+            busy = common.machine_busy_seconds() - busy0
+            gib = r["mib_s"] * (runtime + ramp) / 1024
+            out[f"{transport}, {label}"] = {"mib_s": r["mib_s"], "cpu_s_per_gib": busy / gib if gib else None}
+            print(f"  segment cost: {transport}, {label}: {r['mib_s']:.0f} MiB/s, "
+                  f"{out[f'{transport}, {label}']['cpu_s_per_gib'] or 0:.2f} CPU s/GiB", flush=True)
+    for p in range(1, lab.paths + 1):
+        lab.lab("loss", str(p), "0")
+    return out
+
+
+def loss_model(d, line_per_path):
+    """A lossy cell against the flow-count estimate: the loss-event rate the
+    sender met (the lab's drops per segment it sent), its retransmissions
+    per MiB sent, and what that many flows at that loss and round trip carry
+    (common.flow_estimate), for the engine and for its raw control."""
+    out = {}
+    for who, flows, loss in (("engine", d["flows"], d["loss"]), ("raw", d["raw_flows"], d["raw_loss"])):
+        segs = max(loss["TcpOutSegs"], 1)
+        p = loss["dropped"] / segs
+        est = common.flow_estimate(p, flows["rtt_ms"], flows["flows"], line_per_path)
+        out[f"{who}_model"] = {"loss_event_rate": p, "retrans_per_mib": loss["TcpRetransSegs"] / (segs * common.MSS / 1048576),
+                               "flows": flows["flows"], "rtt_ms": flows["rtt_ms"], "estimate_mib_s": est}
+    return out
+
+
 CUT_COUNTERS = ("MPTcpExtMPTCPRetrans", "MPTcpExtSubflowStale", "MPTcpExtSubflowRecover", "MPTcpExtDuplicateData",
                 "TcpExtTCPTimeouts", "TcpRetransSegs")
 
 
-def path_cut(lab, tag, transport, iopolicy, seconds, paths=None):
-    """Throughput each second while path 2 goes down at 1/3 and comes back
-    at 2/3, with what explains it for each third (before, down, after): the
+def path_cut(lab, tag, transport, iopolicy, seconds, paths=None, fault="link"):
+    """Throughput each second while path 2 fails at 1/3 and comes back at
+    2/3, with what explains it for each third (before, down, after): the
     kernel's counters in both namespaces, the bytes each path carried, and
-    the engine's per-path I/O counts at the end."""
+    the engine's per-path I/O counts at the end. `fault`: link (carrier
+    loss: the interfaces go down, sends fail locally) or blackhole (loss
+    100: the packets vanish after they were sent, only timers notice)."""
+    down, up = (("link", "2", "down"), ("link", "2", "up")) if fault == "link" else (("loss", "2", "100"), ("loss", "2", "0"))
     out = lab.work / f"{tag}.json"
     log = lab.work / f"{tag}-bw"
     stats = lab.work / f"{tag}-paths.jsonl"
@@ -208,10 +263,10 @@ def path_cut(lab, tag, transport, iopolicy, seconds, paths=None):
     fio = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=lab.work, env=common.fio_env())
     time.sleep(seconds / 3)
     phase("before")
-    lab.lab("link", "2", "down")
+    lab.lab(*down)
     time.sleep(seconds / 3)
     phase("down")
-    lab.lab("link", "2", "up")
+    lab.lab(*up)
     _, err = fio.communicate()
     phase("after")
     if fio.returncode:
@@ -219,7 +274,7 @@ def path_cut(lab, tag, transport, iopolicy, seconds, paths=None):
     quarters = common.log_buckets(lab.work.glob(f"{tag}-bw_bw.*.log"), 250)
     series = [sum(quarters.get(4 * s + q, 0.0) for q in range(1, 5)) / 4 for s in range(0, max(quarters or [0]) // 4)]
     print(f"  {tag}: MiB/s per second {' '.join(f'{v:.0f}' for v in series)}", flush=True)
-    return {"transport": transport, "iopolicy": iopolicy, "mib_s_per_second": series,
+    return {"transport": transport, "iopolicy": iopolicy, "fault": fault, "mib_s_per_second": series,
             "mib_s_per_250ms": [quarters.get(q, 0.0) for q in range(1, max(quarters or [0]) + 1)], "cut_at_s": seconds / 3,
             "back_at_s": 2 * seconds / 3, "line_mib_s": lab.line_mib_s(), "phases": phases,
             "endpoints": lab.context["endpoints"],
@@ -231,25 +286,32 @@ def matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, polici
     """The lossless and lossy matrix under congestion control `cc`."""
     name = f"b{os.getpid()}{cc[:4]}"
     pre = "" if cc == common.DEFAULT_CC else f"{cc}-"
-    for condition, loss, delay in (("lossless", 0, 0), ("lossy", 0.5, lossy_delay)):
+    # Lossy twice: per wire segment (offloads off, as a network loses) and
+    # per GSO packet (whole packets, as the upstream selftest's netem on veth).
+    conditions = (("lossless", 0, 0, "segment"), ("lossy", 0.5, lossy_delay, "segment"), ("lossy", 0.5, lossy_delay, "packet"))
+    for condition, loss, delay, unit in conditions[:2] if smoke else conditions:
         # smoke: QD16, so that what is in flight (4 x 256 x 128 KiB would be
         # 2.7 s of the 2 x 200 Mbit line) does not dominate a 2 s run.
-        lab = MatrixLab(f"{name}{condition[:4]}", [rate] * npaths, work, loss=loss, delay_ms=delay, iodepth=16 if smoke else 256,
-                  cc=cc)
+        lab = MatrixLab(f"{name}{condition[:4]}{unit[0]}", [rate] * npaths, work, loss=loss, delay_ms=delay,
+                        iodepth=16 if smoke else 256, cc=cc, loss_unit=unit)
+        condition_tag = condition if not loss or unit == "segment" else f"{condition}-{unit}"
         try:
             for transport in ("tcp", "mptcp"):
                 for pol in policies:
                     # The headline rows (round-robin, the published figures'
                     # policy) get at least 3 runs, so they have a spread.
                     n = runs if smoke or pol != "round-robin" else max(runs, HEADLINE_RUNS)
-                    res["matrix"].append(cell(lab, f"{pre}{condition}-{transport}-{pol}", transport, pol, n, runtime, ramp,
+                    res["matrix"].append(cell(lab, f"{pre}{condition_tag}-{transport}-{pol}", transport, pol, n, runtime, ramp,
                                               condition))
             # MPTCP alone: one connection (path 1), the subflows spread it over all paths.
-            res["extra"].append(cell(lab, f"{pre}{condition}-mptcp-one-connection", "mptcp", "numa", runs, runtime, ramp,
+            res["extra"].append(cell(lab, f"{pre}{condition_tag}-mptcp-one-connection", "mptcp", "numa", runs, runtime, ramp,
                                      condition, paths=1) | {"case": f"one MPTCP connection for {npaths} paths"})
             if condition == "lossless" and not smoke and cc == common.DEFAULT_CC:
                 for transport, pol in (("tcp", "round-robin"), ("mptcp", "round-robin")):
-                    res["path_cut"].append(path_cut(lab, f"cut-{transport}-{pol}", transport, pol, 12 if full else 9))
+                    for fault in ("link", "blackhole"):
+                        res["path_cut"].append(path_cut(lab, f"cut-{fault}-{transport}-{pol}", transport, pol, 12 if full else 9,
+                                                        fault=fault))
+                res["segment_cost"] = segment_cost(lab, runtime, ramp)
         finally:
             lab.close()
 
@@ -304,7 +366,7 @@ def run(full, runs, work, smoke=False):
     # 1): what the selftest's endpoints change when a path dies.
     lab = MatrixLab(f"b{os.getpid()}oth", [rate] * npaths, work, endpoints="others")
     try:
-        res["path_cut"].append(path_cut(lab, "cut-mptcp-round-robin-others", "mptcp", "round-robin", 12 if full else 9))
+        res["path_cut"].append(path_cut(lab, "cut-link-mptcp-round-robin-others", "mptcp", "round-robin", 12 if full else 9))
     finally:
         lab.close()
     return res
@@ -372,7 +434,7 @@ def report(res, runs, plots):
 
     order = {p: i for i, p in enumerate(POLICIES)}
     for c in sorted(res["matrix"], key=lambda c: (res.get("ccs", [c["cc"]]).index(c["cc"]), c["condition"] != "lossless",
-                                                     c["transport"] != "tcp", order[c["iopolicy"]])):
+                                                     c.get("loss_unit") or "", c["transport"] != "tcp", order[c["iopolicy"]])):
         lines.append(f"| {c['cc']} | {c['transport']} | {c['iopolicy']} | {c['conditions']} | "
                      f"{fmt_cell(c['randread'], c['line_mib_s'])} | {fmt_raw(c['randread'])} | "
                      f"{fmt_cell(c['randwrite'], c['line_mib_s'])} | {fmt_raw(c['randwrite'])} | "
@@ -410,6 +472,8 @@ def report(res, runs, plots):
             lines.append(f"| {c['transport']} | {c['iopolicy']} | {fmt_cell(c['randread'], c['line_mib_s'])} | {ratio('randread')} | "
                          f"{fmt_cell(c['randwrite'], c['line_mib_s'])} | {ratio('randwrite')} | {cpu('randread', 'fio')} | "
                          f"{cpu('randread', 'target')} | {cpu('randwrite', 'fio')} | {cpu('randwrite', 'target')} |")
+    lines += loss_report(res)
+    lines += segment_cost_report(res.get("segment_cost"))
     lines += cut_report(res["path_cut"])
     lines += ["", "[!wire N]: the figure exceeds by more than 3 % N, what the paths carried in the same window (Ethernet frames, "
               "headers included, from the host side's interface counters every 100 ms): the engine completed data that "
@@ -424,6 +488,58 @@ def report(res, runs, plots):
     return "\n".join(lines) + "\n"
 
 
+def loss_report(res):
+    """Every lossy cell beside the flow-count estimate: the flows that
+    carried it, the loss they met, and what that many loss-limited flows
+    carry (common.flow_estimate), for the engine and its raw control."""
+    cells = [c for c in res["matrix"] + res["extra"] if c.get("loss_pct")]
+    if not cells:
+        return []
+    lines = ["", "Lossy cells and the flow-count estimate. Flows: the TCP flows that carried data on each path "
+             "(connections x subflows, MPTCP subflows counted one by one; the most seen at once, sampled every second with "
+             "ss). p: the loss-event rate the sender met, the lab's drops per segment it sent (per GSO packet dropped whole, "
+             "fewer events than segments lost). Retransmissions per MiB the sender sent (its own TcpRetransSegs). "
+             "Estimate: each path's flows x one flow's loss-limited rate at that p and their median round trip (PFTK: "
+             "Mathis's square-root law with retransmission timeouts, RTO = RTT + 200 ms), capped by the path's line. "
+             "Last run of each cell.", "",
+             "| unit | transport | iopolicy | case | dir | MiB/s (line) | flows | RTT ms | p | retrans/MiB | estimate | "
+             "/ estimate | raw MiB/s | raw flows | raw estimate | raw / estimate |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in sorted(cells, key=lambda c: (c.get("loss_unit") or "", c["transport"], c["iopolicy"])):
+        for rw in ("randread", "randwrite"):
+            d = c[rw]
+            e, r = d.get("engine_model"), d.get("raw_model")
+            if not e:
+                continue
+            m, raw = d["mib_s"]["median"], d["raw_mib_s"]["median"]
+
+            def ratio(a, b):
+                return f"{a / b:.2f}" if b and b != float("inf") else "-"
+
+            def est(x):
+                return "line" if x >= c["line_mib_s"] * 0.999 else f"{x:.0f}"
+
+            rtt = statistics.median([t for t in e["rtt_ms"] if t] or [0])
+            lines.append(f"| {c.get('loss_unit')} | {c['transport']} | {c['iopolicy'] if c['paths'] > 1 else '-'} | "
+                         f"{c.get('case', '')} | {rw[4:]} | {m:.0f} ({m / c['line_mib_s']:.2f}) | "
+                         f"{'/'.join(map(str, e['flows']))} | {rtt:.2f} | {e['loss_event_rate']:.5f} | "
+                         f"{e['retrans_per_mib']:.1f} | {est(e['estimate_mib_s'])} | {ratio(m, e['estimate_mib_s'])} | "
+                         f"{raw:.0f} | {'/'.join(map(str, r['flows']))} | {est(r['estimate_mib_s'])} | "
+                         f"{ratio(raw, r['estimate_mib_s'])} |")
+    return lines
+
+
+def segment_cost_report(cost):
+    if not cost:
+        return []
+    lines = ["", "What per-segment loss costs (--loss-unit segment turns segmentation offloads off on a lossy path): the raw "
+             "control's reads on the lossless paths with offloads on and off, MiB/s and the machine's CPU seconds per GiB "
+             "(both CPUs: sender, receiver, veth):", "", "| transport, offloads | MiB/s | CPU s/GiB |", "|---|---|---|"]
+    for k, v in cost.items():
+        lines.append(f"| {k} | {v['mib_s']:.0f} | {v['cpu_s_per_gib']:.2f} |")
+    return lines
+
+
 def cut_report(cuts):
     """Each cut's throughput, then per third (before, down, after) what the
     paths carried and the kernel counters that explain a recovery."""
@@ -431,7 +547,8 @@ def cut_report(cuts):
         return []
     lines = []
     for c in cuts:
-        lines += ["", f"Path 2 cut at {c['cut_at_s']:.0f} s and back at {c['back_at_s']:.0f} s, {c['transport']} "
+        how = "a silent blackhole (loss 100)" if c.get("fault") == "blackhole" else "link down (carrier loss)"
+        lines += ["", f"Path 2 cut ({how}) at {c['cut_at_s']:.0f} s and back at {c['back_at_s']:.0f} s, {c['transport']} "
                   f"{c['iopolicy']}, endpoints `{c.get('endpoints', common.ENDPOINTS)}`, MiB/s each second: "
                   + " ".join(f"{v:.0f}" for v in c["mib_s_per_second"])
                   + "; each 250 ms: " + " ".join(f"{v:.0f}" for v in c.get("mib_s_per_250ms", []))]
@@ -439,8 +556,8 @@ def cut_report(cuts):
     lines += ["", f"What each third of the cut runs carried and counted (the paths' MiB, the kernel's counters: target / "
               f"host namespace; net.mptcp.stale_loss_cnt {cuts[0].get('stale_loss_cnt', '?')}; three paths allow "
               f"{line3:.0f} MiB/s):", "",
-              "| transport | endpoints | third | MiB per path | wire MiB/s | MPTCP retransmits | stale subflows | recovered subflows "
-              "| TCP timeouts | duplicate data |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "| fault | transport | endpoints | third | MiB per path | wire MiB/s | MPTCP retransmits | stale subflows | "
+              "recovered subflows | TCP timeouts | duplicate data |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cuts:
         for ph in c.get("phases", []):
             k = ph["counters"]
@@ -448,7 +565,7 @@ def cut_report(cuts):
             def both(name):
                 return f"{k['target'][name]} / {k['host'][name]}"
 
-            lines.append(f"| {c['transport']} | {c.get('endpoints', common.ENDPOINTS)} | {ph['phase']} | "
+            lines.append(f"| {c.get('fault', 'link')} | {c['transport']} | {c.get('endpoints', common.ENDPOINTS)} | {ph['phase']} | "
                          + "/".join(f"{v:.0f}" for v in ph["wire_mib_per_path"]) + f" | {sum(ph['wire_mib_per_path']) / ph['seconds']:.0f} | "
                          f"{both('MPTcpExtMPTCPRetrans')} | {both('MPTcpExtSubflowStale')} | {both('MPTcpExtSubflowRecover')} | "
                          f"{both('TcpExtTCPTimeouts')} | {both('MPTcpExtDuplicateData')} |")
@@ -463,9 +580,12 @@ def plot(res, out):
     import matplotlib.pyplot as plt
     files = []
     line = mbit_to_mib_s(res["paths"] * res["rate_mbit"])
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5), sharey=True)
-    for ax, cond in zip(axes, ("lossless", "lossy")):
-        cells = [c for c in res["matrix"] if c["condition"] == cond and c["cc"] == common.DEFAULT_CC]
+    panels = [("lossless", None)] + [("lossy", u) for u in ("segment", "packet")
+                                     if any(c.get("loss_unit") == u for c in res["matrix"] if c["condition"] == "lossy")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5), sharey=True)
+    for ax, (cond, unit) in zip(axes, panels):
+        cells = [c for c in res["matrix"] if c["condition"] == cond and c["cc"] == common.DEFAULT_CC
+                 and (unit is None or c.get("loss_unit") == unit)]
         labels = [f"{c['transport']}\n{c['iopolicy']}" for c in cells]
         x = range(len(cells))
         ax.bar([i - 0.3 for i in x], [c["randread"]["mib_s"]["median"] for c in cells], 0.3, label="read (mpnvme)")
@@ -474,7 +594,8 @@ def plot(res, out):
         ax.bar([i + 0.3 for i in x], pub, 0.3, label="read, published (kernel)", color="grey")
         ax.axhline(line, color="black", linestyle=":", linewidth=1, label="line rate")
         ax.set_xticks(list(x), labels, fontsize=7)
-        ax.set_title(cond if cond == "lossless" else f"lossy ({res['lossy']['loss_pct']} % loss, {res['lossy']['delay_ms']} ms delay)")
+        ax.set_title(cond if cond == "lossless" else
+                     f"lossy ({res['lossy']['loss_pct']} % loss per {unit}, {res['lossy']['delay_ms']} ms delay)")
     axes[0].set_ylabel("MiB/s")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
@@ -485,7 +606,7 @@ def plot(res, out):
         fig, ax = plt.subplots(figsize=(7, 4))
         for c in res["path_cut"]:
             ax.plot(range(1, len(c["mib_s_per_second"]) + 1), c["mib_s_per_second"], marker="o",
-                    label=f"{c['transport']} {c['iopolicy']} ({c.get('endpoints', common.ENDPOINTS)})")
+                    label=f"{c.get('fault', 'link')}: {c['transport']} {c['iopolicy']} ({c.get('endpoints', common.ENDPOINTS)})")
         c = res["path_cut"][0]
         ax.axvspan(c["cut_at_s"], c["back_at_s"], color="red", alpha=0.1, label="path 2 down")
         ax.set_xlabel("s")
