@@ -90,6 +90,15 @@ watch_path() {
     >"$work/watch-$p" 2>/dev/null &
   watchers+=" $!"
 }
+# blackhole PATH SECONDS: the path's packets vanish (mpnvme-lab loss 100)
+# for SECONDS; sets $cut and $restored (date +%s.%N) for failover_times.
+blackhole() {
+  cut=$(date +%s.%N)
+  "$LAB" -n "$lab" loss "$1" 100 || fail "lab: loss $1 100"
+  sleep "$2"
+  restored=$(date +%s.%N)
+  "$LAB" -n "$lab" loss "$1" 0 || fail "lab: loss $1 0"
+}
 # failover_times PATH START END: how the engine saw a fault of PATH from
 # START to END (date +%s.%N): when it declared the path down, and how long
 # after END the path carried I/O again (100 KB or more in 100 ms); "-"

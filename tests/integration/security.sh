@@ -106,6 +106,19 @@ if run_fio stranger --traddr=10.1.1.1 --transport=tcp --hostnqn=nqn.2026-12.io.m
 elif grep -q "nqn.2026-12.io.mpnvme:stranger' is not allowed on subsystem" "$work/stranger.log"; then pass "a host without a key is refused at Connect"
 else fail "stranger: unexpected error $(tail -2 "$work/stranger.log")"; fi
 stop_target || fail "target exit status"
+
+# A secret given inline: warned about, blanked in the target's command line
+# (what /proc/PID/cmdline shows every user), and the keys held on pages a
+# core dump leaves out (smaps: VmFlags dd).
+inline_key=$(cat "$keys/dhchap")
+start_target --listen 10.1.1.1 --subnqn "$NQN" --ns ram:16m --dhchap-key "$host=$inline_key" --log-level info
+grep -q -- "--dhchap-key gives a secret on the command line" "$work/target.log" && pass "an inline secret is warned about" ||
+  fail "no warning about the inline secret"
+tr '\0' ' ' </proc/"$target_pid"/cmdline | grep -qF -- "$(cut -d: -f3 <<<"$inline_key")" &&
+  fail "the inline secret is in /proc/PID/cmdline" || pass "the inline secret is blanked in /proc/PID/cmdline"
+grep -q '^VmFlags:.* dd' /proc/"$target_pid"/smaps && pass "key pages are left out of core dumps (MADV_DONTDUMP)" ||
+  fail "no mapping of the target is marked dd"
+stop_target || fail "target exit status"
 for k in "$(cut -d: -f3 "$keys/psk")" "$(cut -d: -f3 "$keys/dhchap")"; do
   grep -qF -- "${k:0:20}" "$work"/*.log && fail "a key appears in a log"
 done
