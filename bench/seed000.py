@@ -20,9 +20,10 @@ endpoints (mpnvme-lab --endpoints all), and records its conditions: the
 congestion control, the kernel, rates, loss and delay, the endpoint setup,
 where it ran, the subflows each connection had and the bytes each path
 carried. The selftest's lossy case is 5 ms delay + 0.5 % loss per veth;
-this kernel may have no netem (see ../shared/design/netlab.md): then the
-lossy cells here are 0.5 % loss without delay, and every such cell says
-so."""
+a kernel without sch_netem cannot delay packets: then the lossy cells here
+are 0.5 % loss without delay, and every such cell says so (bench/run
+guest runs them with delay in the qemu kernel lab). Lossy cells run per
+wire segment and per GSO packet (mpnvme-lab --loss-unit)."""
 import json
 import os
 import pathlib
