@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The TCP flows of a lab, from `ss -tinH state established '( dport = :PORT )'`
 # in its host namespace (MPTCP subflows are TCP sockets and count one by
-# one): per path (the peer 10.1.i.1), how many flows have carried data (1
-# MiB or more either way: an admin queue's keep-alives do not make a flow
+# one): per path (the peer 10.1.i.1), how many flows have carried data (256
+# KiB or more either way: an admin queue's keep-alives do not make a flow
 # that shares out a path) and their median smoothed round trip in ms.
 # Shared by bench/guest-bench.sh (inside the guest) and bench/common.py.
 # One output line: "F1 ... FN R1 ... RN" for paths=N.
 #   awk -v paths=N -f flows.awk
 function flush() {
-  if (path && bytes >= 1048576) { n[path]++; rtts[path, n[path]] = rtt }
+  if (path && bytes >= 262144) { n[path]++; rtts[path, n[path]] = rtt }
   path = 0; bytes = 0; rtt = 0
 }
 /^[0-9]/ { # a socket: Recv-Q Send-Q local peer

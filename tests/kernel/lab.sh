@@ -46,10 +46,12 @@ case "$series" in
   *) echo "lab: MPNVME_LAB_KERNEL=$series: accepted 6.12, 6.1, latest or a directory (absolute path)" >&2; exit 2 ;;
 esac
 # The NVMe drivers, a RAM disk, the network card, what mpnvme-lab needs
-# inside the guest (bench/guest.py): veth, the qdiscs and nftables, and
-# kernel TLS with its AES-GCM (no modprobe in the guest loads it on demand).
+# inside the guest (bench/guest.py): veth, the qdiscs and nftables, socket
+# diagnostics for ss -i (the bench's flow counts: without them ss reads
+# /proc/net/tcp, which has no byte counts), and kernel TLS with its
+# AES-GCM (no modprobe in the guest loads it on demand).
 modules=(configfs nvmet nvmet-tcp nvme-tcp nvme-fabrics brd loop virtio_pci virtio_net sch_netem
-  veth sch_tbf sch_htb nf_tables nft_numgen tls gcm ghash-generic aesni-intel)
+  veth sch_tbf sch_htb nf_tables nft_numgen inet_diag tcp_diag mptcp_diag tls gcm ghash-generic aesni-intel)
 
 die() { echo "lab: $*" >&2; exit 1; }
 source "$here/guest-common.sh"
