@@ -27,19 +27,11 @@ std::pair<std::string, std::string> host_value(const std::string &arg, const cha
   return {arg.substr(0, eq), arg.substr(eq + 1)};
 }
 
-void warn_inline_secret(const std::string &value, const char *option) {
-  if (!value.empty() && value[0] != '@')
-    log().warn("{} gives a secret on the command line, where other users may read it (ps); HOSTNQN=@FILE keeps it in a "
-               "file (the target also blanks it in its own command line once read)",
-               option);
-}
-
 void add_cli_auth(HostAuth &auth, const AuthOptions &o) {
   const auto hashes = parse_hash_list(o.hashes, "--dhchap-hash");
   const auto groups = parse_dhgroup_list(o.groups, "--dhchap-dhgroup");
   for (const std::string &k : o.keys) {
     auto [host, v] = host_value(k, "--dhchap-key");
-    warn_inline_secret(v, "--dhchap-key");
     ControllerAuthConfig &a = auth[host];
     a.host_key = secret_or_file(v, fmt::format("--dhchap-key for {}", host));
     a.hashes = hashes;
@@ -47,7 +39,6 @@ void add_cli_auth(HostAuth &auth, const AuthOptions &o) {
   }
   for (const std::string &k : o.ctrl_keys) {
     auto [host, v] = host_value(k, "--dhchap-ctrl-key");
-    warn_inline_secret(v, "--dhchap-ctrl-key");
     auto it = auth.find(host);
     if (it == auth.end())
       throw std::invalid_argument(fmt::format("--dhchap-ctrl-key for {}: needs a --dhchap-key for that host", host));

@@ -22,8 +22,6 @@ struct AuthOptions {
 
 // HOSTNQN=VALUE (the per-host key options), split; throws naming `option`.
 std::pair<std::string, std::string> host_value(const std::string &arg, const char *option);
-// A warning, naming `option`, when `value` is a secret itself, not @FILE.
-void warn_inline_secret(const std::string &value, const char *option);
 
 // The command line's: each key names its host; a controller key needs
 // that host's key. Throws std::invalid_argument naming the option, never

@@ -16,6 +16,7 @@
 
 #include "cli.hpp"
 #include "control.hpp"
+#include "inline_secrets.hpp"
 #include "log.hpp"
 #include "reactor.hpp"
 
@@ -163,27 +164,6 @@ TargetConfig build_config(const Cli &o) {
 
 } // namespace
 
-// /proc/PID/cmdline shows a process's arguments to every user: a secret
-// given inline to a key option is blanked there once the options are read
-// (CLI11 holds its own copies by then; the warning at start says so).
-static void blank_inline_secrets(int argc, char **argv) {
-  static const std::string_view kSecretOptions[] = {"--dhchap-key", "--dhchap-ctrl-key", "--tls-key"};
-  for (int i = 1; i < argc; i++) {
-    const std::string_view arg = argv[i];
-    for (const std::string_view opt : kSecretOptions) {
-      char *value = nullptr;
-      if (arg == opt && i + 1 < argc)
-        value = argv[i + 1];
-      else if (arg.size() > opt.size() && arg.substr(0, opt.size()) == opt && arg[opt.size()] == '=')
-        value = argv[i] + opt.size() + 1;
-      if (!value) continue;
-      char *eq = std::strchr(value, '='); // HOSTNQN=SECRET: the part after the host
-      if (eq && eq[1] != '@') std::memset(eq + 1, 'x', std::strlen(eq + 1));
-      break;
-    }
-  }
-}
-
 // The target's command line, CLI11; the `ctl` subcommand is added by main.
 static void add_target_options(CLI::App &app, Cli &o) {
   app.add_option("-c,--config", o.config, "nvmetcli-style JSON configuration")->check(CLI::ExistingFile);
@@ -259,8 +239,12 @@ static void announce(Registry &reg, const TargetConfig &cfg) {
 
 // Configure, listen, run the event loops until SIGINT/SIGTERM (SIGUSR1
 // prints the port counters).
-static int serve(const Cli &o) {
+static int serve(const Cli &o, const std::vector<MovedSecret> &moved) {
   set_log_level(o.log_level);
+  for (const MovedSecret &m : moved)
+    log().warn("{} gives a secret on the command line, where other users may read it (ps) until the target has "
+               "started; HOSTNQN=@FILE keeps it in a file (the target moves it out of its command line and memory at start)",
+               m.option);
   if (o.maxh2cdata % 4) {
     log().error("--maxh2cdata {}: must be a multiple of 4", o.maxh2cdata);
     return 2;
@@ -273,6 +257,8 @@ static int serve(const Cli &o) {
   try {
     reflect = std::make_unique<ReflectTos>(o.reflect_tos);
     cfg = build_config(o);
+    for (const MovedSecret &m : moved) // read: the keys are on key pages now
+      close(m.fd);
     reg = std::make_unique<Registry>(cfg);
     for (auto &p : reg->ports())
       listeners.push_back(listen_stream(p->cfg.addr, p->cfg.transport));
@@ -349,8 +335,8 @@ int main(int argc, char **argv) {
                                             "(ctl SOCKET help lists the commands)");
   ctl->add_option("socket", ctl_socket, "the --control socket of the running target")->required();
   ctl->add_option("command", ctl_words, "ana PORT GROUP STATE | port PORT down|up | stats | help")->required();
+  const std::vector<MovedSecret> moved = move_inline_secrets(argc, argv);
   const int rc = mpnvme::parse_command_line(app, argc, argv);
-  blank_inline_secrets(argc, argv);
   if (rc >= 0) return rc;
   if (*ctl) {
     std::string command;
@@ -358,5 +344,5 @@ int main(int argc, char **argv) {
       command += (command.empty() ? "" : " ") + w;
     return control_client(ctl_socket, command);
   }
-  return serve(o);
+  return serve(o, moved);
 }

@@ -62,7 +62,6 @@ TlsPort tls_port_from_json(const std::string &tsas, const std::string &treq, con
 void add_cli_tls_keys(TlsKeys &keys, const std::vector<std::string> &args) {
   for (const auto &a : args) {
     auto [host, v] = host_value(a, "--tls-key");
-    warn_inline_secret(v, "--tls-key");
     keys[host] = key_or_file(v, fmt::format("--tls-key for {}", host));
     OPENSSL_cleanse(v.data(), v.size());
   }

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "inline_secrets.hpp"
+
+#include <cstring>
+#include <fmt/format.h>
+#include <openssl/crypto.h>
+#include <string_view>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace mpnvme::target {
+
+namespace {
+
+constexpr std::string_view kSecretOptions[] = {"--dhchap-key", "--dhchap-ctrl-key", "--tls-key"};
+
+// The value of a secret option at argv[i] (`--opt VALUE` or `--opt=VALUE`),
+// or null; `opt` is set to the option's name.
+char *secret_value(int argc, char **argv, int i, std::string_view &opt) {
+  const std::string_view arg = argv[i];
+  for (const std::string_view o : kSecretOptions) {
+    opt = o;
+    if (arg == o && i + 1 < argc) return argv[i + 1];
+    if (arg.size() > o.size() && arg.substr(0, o.size()) == o && arg[o.size()] == '=') return argv[i] + o.size() + 1;
+  }
+  return nullptr;
+}
+
+// The secret in a memory file of its own; its descriptor, or -1.
+int secret_file(const char *secret, size_t len) {
+  const int fd = memfd_create("mpnvme-inline-secret", MFD_CLOEXEC);
+  if (fd < 0) return -1;
+  if (fchmod(fd, 0600) != 0 || write(fd, secret, len) != static_cast<ssize_t>(len)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+} // namespace
+
+std::vector<MovedSecret> move_inline_secrets(int argc, char **argv) {
+  std::vector<MovedSecret> moved;
+  for (int i = 1; i < argc; i++) {
+    std::string_view opt;
+    char *value = secret_value(argc, argv, i, opt);
+    if (!value) continue;
+    char *eq = std::strchr(value, '='); // HOSTNQN=SECRET: the part after the host
+    if (!eq || eq[1] == '@' || eq[1] == '\0') continue;
+    char *secret = eq + 1;
+    const size_t len = std::strlen(secret);
+    const int fd = len > 24 ? secret_file(secret, len) : -1;
+    if (fd < 0) continue;
+    const std::string path = fmt::format("@/proc/self/fd/{}", fd);
+    OPENSSL_cleanse(secret, len);
+    std::memcpy(secret, path.c_str(), path.size() + 1); // 16 to 19 bytes: a key is longer (len > 24)
+    moved.push_back({std::string(opt), fd});
+    if (value == argv[i + 1]) i++;
+  }
+  return moved;
+}
+
+} // namespace mpnvme::target
