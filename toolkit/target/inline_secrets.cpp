@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log.hpp"
+
 namespace mpnvme::target {
 
 namespace {
@@ -59,6 +61,18 @@ std::vector<MovedSecret> move_inline_secrets(int argc, char **argv) {
     if (value == argv[i + 1]) i++;
   }
   return moved;
+}
+
+void warn_inline_secrets(const std::vector<MovedSecret> &moved) {
+  for (const MovedSecret &m : moved)
+    log().warn("{} gives a secret on the command line, where other users may read it (ps) until the target has "
+               "started; HOSTNQN=@FILE keeps it in a file (the target moves it out of its command line and memory at start)",
+               m.option);
+}
+
+void close_inline_secrets(const std::vector<MovedSecret> &moved) {
+  for (const MovedSecret &m : moved)
+    close(m.fd);
 }
 
 } // namespace mpnvme::target

@@ -21,5 +21,8 @@ struct MovedSecret {
   int fd;             // closed once the configuration has read it
 };
 std::vector<MovedSecret> move_inline_secrets(int argc, char **argv);
+// The warning for each, once logging is set up: ps showed the secret until then.
+void warn_inline_secrets(const std::vector<MovedSecret> &moved);
+void close_inline_secrets(const std::vector<MovedSecret> &moved);
 
 } // namespace mpnvme::target

@@ -241,10 +241,7 @@ static void announce(Registry &reg, const TargetConfig &cfg) {
 // prints the port counters).
 static int serve(const Cli &o, const std::vector<MovedSecret> &moved) {
   set_log_level(o.log_level);
-  for (const MovedSecret &m : moved)
-    log().warn("{} gives a secret on the command line, where other users may read it (ps) until the target has "
-               "started; HOSTNQN=@FILE keeps it in a file (the target moves it out of its command line and memory at start)",
-               m.option);
+  warn_inline_secrets(moved);
   if (o.maxh2cdata % 4) {
     log().error("--maxh2cdata {}: must be a multiple of 4", o.maxh2cdata);
     return 2;
@@ -257,8 +254,7 @@ static int serve(const Cli &o, const std::vector<MovedSecret> &moved) {
   try {
     reflect = std::make_unique<ReflectTos>(o.reflect_tos);
     cfg = build_config(o);
-    for (const MovedSecret &m : moved) // read: the keys are on key pages now
-      close(m.fd);
+    close_inline_secrets(moved); // read: the keys are on key pages now
     reg = std::make_unique<Registry>(cfg);
     for (auto &p : reg->ports())
       listeners.push_back(listen_stream(p->cfg.addr, p->cfg.transport));
