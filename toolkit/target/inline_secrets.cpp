@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "inline_secrets.hpp"
 
+#include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
 #include <openssl/crypto.h>
+#include <stdexcept>
 #include <string_view>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -52,11 +54,14 @@ std::vector<MovedSecret> move_inline_secrets(int argc, char **argv) {
     if (!eq || eq[1] == '@' || eq[1] == '\0') continue;
     char *secret = eq + 1;
     const size_t len = std::strlen(secret);
-    const int fd = len > 24 ? secret_file(secret, len) : -1;
-    if (fd < 0) continue;
+    if (len <= 24) continue; // no key is this short: its parse fails, naming the option
+    const int fd = secret_file(secret, len);
+    if (fd < 0) // refused rather than left in argv and the parser's copies
+      throw std::runtime_error(
+          fmt::format("{}: cannot hold the secret in a memory file ({}); give it as HOSTNQN=@FILE", opt, std::strerror(errno)));
     const std::string path = fmt::format("@/proc/self/fd/{}", fd);
     OPENSSL_cleanse(secret, len);
-    std::memcpy(secret, path.c_str(), path.size() + 1); // 16 to 19 bytes: a key is longer (len > 24)
+    std::memcpy(secret, path.c_str(), path.size() + 1); // 16 to 19 bytes: a key is longer
     moved.push_back({std::string(opt), fd});
     if (value == argv[i + 1]) i++;
   }

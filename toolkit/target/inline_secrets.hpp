@@ -15,7 +15,8 @@ namespace mpnvme::target {
 // parser would otherwise keep copies (CLI11's results, the substrings it
 // splits off) in heap memory that is freed without being wiped. A value
 // too short to be rewritten is left as it is (no key is that short; its
-// parse fails).
+// parse fails). Throws std::runtime_error, naming the option, when the
+// memory file cannot be made: the secret would stay in argv.
 struct MovedSecret {
   std::string option; // for the warning once logging is set up
   int fd;             // closed once the configuration has read it

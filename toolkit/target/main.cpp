@@ -331,7 +331,13 @@ int main(int argc, char **argv) {
                                             "(ctl SOCKET help lists the commands)");
   ctl->add_option("socket", ctl_socket, "the --control socket of the running target")->required();
   ctl->add_option("command", ctl_words, "ana PORT GROUP STATE | port PORT down|up | stats | help")->required();
-  const std::vector<MovedSecret> moved = move_inline_secrets(argc, argv);
+  std::vector<MovedSecret> moved;
+  try {
+    moved = move_inline_secrets(argc, argv);
+  } catch (const std::exception &e) {
+    fmt::print(stderr, "mpnvme-target: {}\n", e.what());
+    return 1;
+  }
   const int rc = mpnvme::parse_command_line(app, argc, argv);
   if (rc >= 0) return rc;
   if (*ctl) {
