@@ -10,11 +10,16 @@
 # connections, direction and time over bare sockets). One line per run
 # on the console: "BENCH TAG JSON", then "BENCH-DONE".
 #   /files/params: PATHS RATE_MBIT DELAY_MS LOSS_PCT LOSS_VIA LOSS_UNIT RUNTIME RAMP
-#                  PRELOAD (shell variables; the loss model as mpnvme-lab's
-#                  --loss-via and --loss-unit; PRELOAD: the ASan runtime of a
-#                  sanitizer build)
+#                  PRELOAD NVMET_TRTYPE (shell variables; the loss model as
+#                  mpnvme-lab's --loss-via and --loss-unit; PRELOAD: the ASan
+#                  runtime of a sanitizer build; NVMET_TRTYPE: nvmet's port
+#                  transport, mptcp on a kernel with NVMe over MPTCP)
 #   /files/plan:   CONDITION SIDE TRANSPORT IOPOLICY RW TAG, one per line
-#                  (SIDE: engine, kernel or raw)
+#                  (SIDE: engine, kernel or raw against mpnvme-target;
+#                  engine@nvmet, kernel@nvmet against the kernel's nvmet,
+#                  served from the same job file by mpnvme-nvmet apply on
+#                  port 4421. CONDITION: lossless, lossy, lossy-inline, or
+#                  unequal: lossless with the last path at half the rate)
 set -uo pipefail
 export PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin # iproute2 before busybox's applets
 source /files/params
@@ -22,9 +27,11 @@ LAB="bash /files/mpnvme-lab -n g"
 JOB=/files/guest-seed.fio
 JOBS=2             # guest-seed.fio's numjobs: the engine's connections per path
 CONTROL_PORT=5201  # mpnvme-floor sink, beside the target's 4420 on every path
+NVMET_PORT=4421    # nvmet's ports, beside mpnvme-target's
+NVMET_TRTYPE=${NVMET_TRTYPE:-tcp}
 export MPNVME_ENGINE=/usr/local/bin/fio-mpnvme.so MPNVME_SUBNQN=nqn.2026-12.io.mpnvme:guest-seed
-MPNVME_TRADDR=10.1.1.1
-for ((i = 2; i <= PATHS; i++)); do MPNVME_TRADDR+=,10.1.$i.1; done
+MPNVME_TRADDR=10.1.1.1 NVMET_TRADDR=10.1.1.1:$NVMET_PORT
+for ((i = 2; i <= PATHS; i++)); do MPNVME_TRADDR+=,10.1.$i.1 NVMET_TRADDR+=,10.1.$i.1:$NVMET_PORT; done
 export MPNVME_TRADDR MPNVME_RUNTIME=$RUNTIME MPNVME_RAMP=$RAMP
 export MPNVME_IOPOLICY=round-robin MPNVME_RW=randread MPNVME_IODEPTH=32 MPNVME_NUMJOBS=$JOBS MPNVME_PATH_STATS=/dev/null
 mkdir -p /run /var /etc/nvme && mount -t tmpfs tmpfs /run && ln -sfn /run /var/run
@@ -88,7 +95,13 @@ counted() {
 up() { # CONDITION: the lab and mpnvme-target --job serving every path
   # (lossy-inline: lossy, and the target takes 128 KiB of data in a write's
   # capsule, so a write needs no R2T round trip)
-  local cond=$1 args=(--paths "$PATHS" --rate "${RATE_MBIT}mbit" --cc cubic --endpoints all) inline=()
+  local cond=$1 rate="${RATE_MBIT}mbit" inline=() i
+  # unequal: the last path at half the rate (a reviewer's case)
+  if [[ $cond == unequal ]]; then
+    for ((i = 2; i <= PATHS; i++)); do rate+=",${RATE_MBIT}mbit"; done
+    rate="${rate%,*},$(awk -v r="$RATE_MBIT" 'BEGIN { print r / 2 }')mbit"
+  fi
+  local args=(--paths "$PATHS" --rate "$rate" --cc cubic --endpoints all)
   [[ $cond == lossy* ]] && args+=(--delay "$DELAY_MS" --loss "$LOSS_PCT" --loss-via "$LOSS_VIA" --loss-unit "$LOSS_UNIT")
   [[ $cond == *-inline ]] && inline=(--inline-data-size 131072)
   local out
@@ -99,7 +112,20 @@ up() { # CONDITION: the lab and mpnvme-target --job serving every path
   local listen=10.1.1.1:$CONTROL_PORT i
   for ((i = 2; i <= PATHS; i++)); do listen+=,10.1.$i.1:$CONTROL_PORT; done
   $LAB exec target mpnvme-floor sink --listen "$listen" --transport mptcp >/tmp/sink-$cond.log 2>&1 &
-  ready target "$cond" 'mpnvme-target: ready' && ready sink "$cond" 'mpnvme-floor: sink ready'
+  ready target "$cond" 'mpnvme-target: ready' && ready sink "$cond" 'mpnvme-floor: sink ready' || return 1
+  # The kernel's nvmet on the same paths from the same job file, when the
+  # plan has cells against it (an mptcp port where the kernel has one;
+  # TCP hosts use its fallback, as with mpnvme-target).
+  if grep -q '@nvmet' /files/plan; then
+    local out
+    out=$(MPNVME_TRADDR=$NVMET_TRADDR MPNVME_TRANSPORT=$NVMET_TRTYPE $LAB exec target mpnvme-nvmet apply --job "$JOB" 2>&1) ||
+      { say "nvmet-failed $cond: $(tr '\n' ' ' <<<"$out")"; return 1; }
+  fi
+}
+
+down() { # the lab, and nvmet's configuration (configfs is not in a namespace)
+  mpnvme-nvmet clear --remove-ram-files >/dev/null 2>&1
+  $LAB down >/dev/null
 }
 
 ready() { # WHO CONDITION LINE: wait (bounded) for WHO's ready line in its log
@@ -120,8 +146,8 @@ shape() {
   return 0
 }
 
-engine_cell() { # TAG TRANSPORT IOPOLICY RW
-  local traddr=$MPNVME_TRADDR transport jobs depth
+engine_cell() { # TAG TRANSPORT IOPOLICY RW TRADDR
+  local traddr=$5 transport jobs depth
   shape "$2"
   [[ $transport == mptcp1 ]] && traddr=10.1.1.1 transport=mptcp
   MPNVME_TRADDR=$traddr MPNVME_TRANSPORT=$transport MPNVME_IOPOLICY=$3 MPNVME_RW=$4 MPNVME_IODEPTH=$depth MPNVME_NUMJOBS=$jobs \
@@ -129,8 +155,9 @@ engine_cell() { # TAG TRANSPORT IOPOLICY RW
     env ${PRELOAD:+LD_PRELOAD=$PRELOAD ASAN_OPTIONS=detect_leaks=0:abort_on_error=1} fio "$JOB" "${BWLOG[@]}" --output-format=json \
     --output=/tmp/$1.json >/tmp/$1.log 2>&1 || { failed "$1" "$(tail -2 /tmp/$1.log)"; return; }
   result "$1" "${4#rand}" /tmp/$1.json
-  # Per path and job: the subflows, the most commands in flight at once.
-  say "$1-pathstats $(jq -sc '[.[] | .paths[] | {path, subflows, inflight_max, failovers}]' /tmp/$1.paths)"
+  # Per path and job: the subflows, the most commands in flight at once,
+  # the bytes it carried.
+  say "$1-pathstats $(jq -sc '[.[] | .paths[] | {path, subflows, inflight_max, failovers, bytes: (.bytes_read + .bytes_written)}]' /tmp/$1.paths)"
 }
 
 raw_cell() { # TAG TRANSPORT IOPOLICY RW: the engine cell's connections over bare sockets
@@ -146,11 +173,13 @@ raw_cell() { # TAG TRANSPORT IOPOLICY RW: the engine cell's connections over bar
   say "$1 $(jq -c '{mib_s, subflows, connections}' <<<"$out")"
 }
 
-# TAG IOPOLICY RW TRANSPORT: the kernel host, connected from the lab's host
-# namespace (mptcp: a kernel whose NVMe host has the mptcp transport).
+# TAG IOPOLICY RW TRANSPORT TRADDR: the kernel host, connected from the lab's
+# host namespace (mptcp: a kernel whose NVMe host has the mptcp transport)
+# with the job's options (mpnvme-nvmet connect --job: queue size, queues,
+# keep-alive, digests, reconnect settings).
 kernel_cell() {
   local out dev transport=$4
-  out=$(MPNVME_TRANSPORT=$transport MPNVME_IOPOLICY=$2 $LAB exec host mpnvme-nvmet connect --job "$JOB" --ctrl-loss-tmo 10 2>&1) ||
+  out=$(MPNVME_TRADDR=$5 MPNVME_TRANSPORT=$transport MPNVME_IOPOLICY=$2 $LAB exec host mpnvme-nvmet connect --job "$JOB" 2>&1) ||
     { failed "$1" "connect: $out"; return; }
   dev=$(sed -n 's/^device //p' <<<"$out")
   out=$(mpnvme-iopolicy set "$2" --nqn "$MPNVME_SUBNQN" 2>&1) || say "$1-note iopolicy $2 not set: $out"
@@ -158,8 +187,10 @@ kernel_cell() {
     --size=256m --time_based=1 --runtime="$RUNTIME" --ramp_time="$RAMP" --group_reporting=1 "${BWLOG[@]}" \
     --output-format=json --output=/tmp/$1.json >/tmp/$1.log 2>&1 || failed "$1" "$(tail -2 /tmp/$1.log)"
   [[ -s /tmp/$1.json ]] && result "$1" "${3#rand}" /tmp/$1.json
-  say "$1-paths $(mpnvme-iopolicy show --json 2>/dev/null | jq -c '[.. | objects | select(has("reads")) | {controller, reads, writes}]' 2>/dev/null)"
-  MPNVME_TRANSPORT=$transport $LAB exec host mpnvme-nvmet disconnect --job "$JOB" >/dev/null 2>&1
+  # Per controller (NVMe path): its I/Os, and the transport its
+  # connections use (mpnvme-iopolicy finds MPTCP ones in the host namespace).
+  say "$1-paths $($LAB exec host mpnvme-iopolicy show --json 2>/dev/null | jq -c '[.. | objects | select(has("reads")) | {controller, transport, address, reads, writes}]' 2>/dev/null)"
+  MPNVME_TRADDR=$5 MPNVME_TRANSPORT=$transport $LAB exec host mpnvme-nvmet disconnect --job "$JOB" >/dev/null 2>&1
 }
 
 # What the lab dropped in each direction against what each side sent, and
@@ -170,8 +201,12 @@ loss_counters() { # CONDITION
     loss_unit, loss_via, directions, sent: {tx_packets: ([.paths[].tx_packets] | add), tx_bytes: ([.paths[].tx_bytes] | add)}}')"
 }
 
-# drops: what the lab dropped so far, [to the target, to the host].
-drops() { $LAB counters --json | jq -c '[.directions.to_target.dropped_packets, .directions.to_host.dropped_packets]'; }
+# lab_now: what the lab dropped so far, [to the target, to the host], and the
+# bytes each link carried (both directions), one JSON line.
+lab_now() {
+  $LAB counters --json | jq -c '{drops: [.directions.to_target.dropped_packets, .directions.to_host.dropped_packets],
+    links: [.paths[] | .tx_bytes + .rx_bytes]}'
+}
 
 # flows PORT: until killed, every second, the TCP flows that carried data
 # on each path to PORT (MPTCP subflows one by one) and their median round
@@ -199,37 +234,42 @@ current=""
 while read -r cond side transport policy rw tag; do
   [[ -z $cond ]] && continue
   if [[ $cond != "$current" ]]; then
-    [[ -n $current ]] && { loss_counters "$current"; $LAB down >/dev/null; }
+    [[ -n $current ]] && { loss_counters "$current"; down; }
     up "$cond" || continue
     current=$cond
     say "lab $cond $($LAB status | grep -m2 -E 'qdisc (netem|tbf)' | tr -s ' ' | tr '\n' ';')"
   fi
   snapshot >/tmp/before
-  drops_before=$(drops)
+  lab_before=$(lab_now)
+  # SIDE@nvmet: against nvmet's ports
+  traddr=$MPNVME_TRADDR port=4420
+  [[ $side == *@nvmet ]] && traddr=$NVMET_TRADDR port=$NVMET_PORT
   # The CPU every second, to take the run's last RUNTIME seconds (its
   # measured window; set-up under emulation takes longer than the run).
   (while sleep 1; do cpu_now; done) >/tmp/cpu.log &
   sampler=$!
-  port=4420
   [[ $side == raw ]] && port=$CONTROL_PORT
   flows $port >/tmp/flows &
   counter=$!
   case $side in
-  engine) engine_cell "$tag" "$transport" "$policy" "$rw" ;;
+  engine*) engine_cell "$tag" "$transport" "$policy" "$rw" "$traddr" ;;
   raw) raw_cell "$tag" "$transport" "$policy" "$rw" ;;
-  *) kernel_cell "$tag" "$policy" "$rw" "$transport" ;;
+  *) kernel_cell "$tag" "$policy" "$rw" "$transport" "$traddr" ;;
   esac
   kill $counter
   wait $counter 2>/dev/null
   flows_seen "$tag" /tmp/flows
   counted "$tag" /tmp/before
-  say "$tag-drops $(jq -nc --argjson a "$drops_before" --argjson b "$(drops)" '{to_target: ($b[0] - $a[0]), to_host: ($b[1] - $a[1])}')"
+  lab_after=$(lab_now)
+  say "$tag-drops $(jq -nc --argjson a "$lab_before" --argjson b "$lab_after" '{to_target: ($b.drops[0] - $a.drops[0]), to_host: ($b.drops[1] - $a.drops[1])}')"
+  # The bytes each link carried during the run (set-up included).
+  say "$tag-links $(jq -nc --argjson a "$lab_before" --argjson b "$lab_after" '[range($a.links | length) as $i | $b.links[$i] - $a.links[$i]]')"
   kill "$sampler" 2>/dev/null
   # How busy the one emulated CPU was over the measured window: near 1,
   # the cell measured the emulation, not the paths.
   say "$tag-cpu {\"busy\": $(tail -n $((RUNTIME + 1)) /tmp/cpu.log | awk 'NR == 1 { b = $1; t = $2 } { lb = $1; lt = $2 } END { printf("%.3f", (lt > t) ? (lb - b) / (lt - t) : 0) }')}"
 done </files/plan
 [[ -n $current ]] && loss_counters "$current"
-$LAB down >/dev/null
+down
 say "kernel $(uname -r) cpus $(nproc)"
 echo BENCH-DONE

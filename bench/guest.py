@@ -28,6 +28,7 @@ import subprocess
 import time
 
 import common
+import guest_pairs
 from seed000 import PUBLISHED, mbit_to_mib_s
 
 # Per path inside the guest: the one emulated vCPU (the 6.12 kernel does
@@ -97,6 +98,15 @@ class Shape:
     loss_unit: str = "packet"
     rws: tuple = ("randread", "randwrite")
     cells: list = dataclasses.field(default_factory=lambda: cells(False))
+    # The four host/target pairs: the engine and the kernel host against
+    # nvmet too (SIDE@nvmet), and the unequal condition (the last path at
+    # half the rate, round-robin against queue-depth).
+    pairs: bool = False
+    # Cells of a condition other than `cells` (unequal's).
+    cond_cells: dict = dataclasses.field(default_factory=dict)
+
+    def cells_of(self, cond):
+        return self.cond_cells.get(cond, self.cells)
 
     @property
     def scale(self):
@@ -116,11 +126,39 @@ def run(full, runs, work, smoke=False, kernel="6.12"):
         shape = Shape(paths=2, runtime=2, ramp=1, conditions=("lossy",), rws=("randread",),
                       cells=[c for c in cells(False) if c[1] == "tcp"])
     else:
-        shape = Shape(runtime=15 if full else 8, ramp=5 if full else 3, cells=cells(full))
+        shape = Shape(runtime=15 if full else 8, ramp=5 if full else 3, cells=cells(full), pairs=True,
+                      conditions=("lossless", "lossy", "unequal"))
     # Each guest run costs its runtime and about 20 s of set-up under
     # emulation: --full (3 policies, the one-connection cells) takes 3 runs
     # per figure, about 80 minutes, not the 5 of the other experiments.
     return execute(shape, min(runs, 3), work, kernel)
+
+
+def pair_cells(chosen, kernel_mptcp):
+    """The nvmet side of the four pairs for the policies of `chosen`, and
+    the raw controls of the kernel host's connections (one queue per path:
+    -j1); MPTCP cells where the kernel has NVMe over MPTCP."""
+    transports = ("tcp", "mptcp") if kernel_mptcp else ("tcp",)
+    out = []
+    for pol in dict.fromkeys(p for _, _, p in chosen):
+        out += [(side, t, pol) for t in transports for side in ("engine@nvmet", "kernel@nvmet")]
+        out += [("raw", f"{t}-j1", pol) for t in transports if ("raw", f"{t}-j1", pol) not in chosen]
+    return out
+
+
+def unequal_cells(kernel_mptcp):
+    """The reviewer's case: 3 paths at full rate and one at half, lossless,
+    round-robin against queue-depth: every pair on each transport it has
+    (without the series, MPTCP is the engine against mpnvme-target only),
+    with the raw controls of the engine's and the kernel host's connections."""
+    out = []
+    for pol in ("round-robin", "queue-depth"):
+        for t in ("tcp", "mptcp"):
+            if t == "tcp" or kernel_mptcp:
+                out += [(s, t, pol) for s in ("engine", "engine@nvmet", "kernel", "kernel@nvmet")] + [("raw", f"{t}-j1", pol)]
+            else:
+                out.append(("engine", t, pol))
+    return out + [("raw", t, p) for s, t, p in out if s == "engine"]
 
 
 def kernel_mptcp_host(kernel_dir):
@@ -157,12 +195,17 @@ def execute(shape, runs, work, kernel, name="guest"):
         shape = dataclasses.replace(shape, cells=chosen + [("kernel", "mptcp", p) for side, t, p in chosen
                                                            if side == "kernel" and t == "tcp"])
         chosen = shape.cells
+    if shape.pairs:
+        shape = dataclasses.replace(shape, cells=chosen + pair_cells(chosen, kernel_mptcp),
+                                    cond_cells={"unequal": unequal_cells(kernel_mptcp)})
     plan = []
     for cond in conditions:
-        for side, transport, pol in chosen:
+        cond_cells = shape.cells_of(cond)
+        after_engine = {(t, p) for side, t, p in cond_cells if side == "engine"}
+        for side, transport, pol in cond_cells:
             for rw in rws:
                 for i in range(runs):
-                    if side == "raw":
+                    if side == "raw" and (transport, pol) in after_engine:
                         continue  # run right after its engine run: the same lab state for both
                     for s in (side, "raw") if side == "engine" else (side,):
                         plan.append(f"{cond} {s} {transport} {pol} {rw} {cond}-{s}-{transport}-{pol}-{rw}-{i}")
@@ -170,7 +213,7 @@ def execute(shape, runs, work, kernel, name="guest"):
     gdir.mkdir()
     (gdir / "plan").write_text("\n".join(plan) + "\n")
     (gdir / "params").write_text(f"PATHS={paths} RATE_MBIT={shape.rate_mbit:g} DELAY_MS={shape.delay_ms:g} LOSS_PCT={LOSS_PCT} LOSS_VIA={shape.loss_via} LOSS_UNIT={shape.loss_unit} RUNTIME={runtime} RAMP={ramp} "
-                                 f"PRELOAD={asan_runtime()}\n")
+                                 f"PRELOAD={asan_runtime()} NVMET_TRTYPE={'mptcp' if kernel_mptcp else 'tcp'}\n")
     setup = gdir / "setup.sh"
     setup.write_text("/usr/local/bin/bash /files/guest-bench.sh > /dev/console 2>&1 &\n")
     files = [gdir / "plan", gdir / "params", common.LAB, HERE / "guest-seed.fio", HERE / "guest-bench.sh", HERE / "flows.awk"]
@@ -208,6 +251,7 @@ def execute(shape, runs, work, kernel, name="guest"):
         subprocess.run(["ip", "netns", "exec", netns, str(LABSH), "stop", str(state)], capture_output=True)
         subprocess.run(["ip", "netns", "del", netns], capture_output=True)
     res = parse(text, shape, runs, boot_s, time.monotonic() - started)
+    res["plan_runs"] = len(plan)
     res["kernel_asked"] = kernel
     res["kernel_mptcp_host"] = kernel_mptcp
     return res
@@ -215,17 +259,24 @@ def execute(shape, runs, work, kernel, name="guest"):
 
 def parse(text, shape, runs, boot_s, total_s):
     by_tag, notes, counters, splits, labs, kernel_counters, cpu_busy, flows, pathstats, drops = {}, [], {}, {}, [], {}, {}, {}, {}, {}
+    links = {}
     for line in text.splitlines():
         m = re.match(r"BENCH (\S+) ([^\s\[{]\S* )?([\[{].*[\]}])\s*$", line.replace("\r", ""))
         if re.match(r"BENCH \S+-paths ", line):
             tag, split = line[6:].split(" ", 1)
             splits[tag[:-len("-paths")]] = split.strip()
+            try:  # the kernel host's controllers, for the per-path split
+                pathstats.setdefault(tag[:-len("-paths")], json.loads(split))
+            except json.JSONDecodeError:
+                pass
         elif m and m.group(1) == "counters":
             counters[m.group(2).strip()] = json.loads(m.group(3))
         elif m and m.group(1).endswith("-counters"):
             kernel_counters[m.group(1)[:-len("-counters")]] = json.loads(m.group(3))
         elif m and m.group(1).endswith("-flows"):
             flows[m.group(1)[:-len("-flows")]] = json.loads(m.group(3))
+        elif m and m.group(1).endswith("-links"):
+            links[m.group(1)[:-len("-links")]] = json.loads(m.group(3))
         elif m and m.group(1).endswith("-drops"):
             drops[m.group(1)[:-len("-drops")]] = json.loads(m.group(3))
         elif m and m.group(1).endswith("-pathstats"):
@@ -244,7 +295,7 @@ def parse(text, shape, runs, boot_s, total_s):
            "notes": notes, "counters": counters,
            "kernel_path_split": splits, "labs": labs, "cells": []}
     for cond in shape.conditions:
-        for side, transport, pol in shape.cells:
+        for side, transport, pol in shape.cells_of(cond):
             cell = {"condition": cond, "side": side, "transport": transport, "iopolicy": pol}
             for rw in ("randread", "randwrite"):
                 if rw not in shape.rws:
@@ -268,6 +319,8 @@ def parse(text, shape, runs, boot_s, total_s):
                             "path_stats": [pathstats.get(t) for t in tags],
                             # what the lab dropped in each direction, by run
                             "drops": [drops.get(t) for t in tags],
+                            # the bytes each lab link carried, by run
+                            "links": [links.get(t) for t in tags],
                             # the emulated CPU's busy fraction over each run's last `runtime` seconds
                             "guest_cpu_busy": common.median_spread([cpu_busy[t] for t in tags if t in cpu_busy])
                             if any(t in cpu_busy for t in tags) else None}
@@ -349,6 +402,7 @@ def report(res, runs):
     if len(one) > 5:  # rows beyond the header: --full ran the one-connection cells
         lines += one
     lines += kernel_mptcp_table(res, by, ratio, line)
+    lines += guest_pairs.report(res)
     lines += controls_table(res, by, ratio)
     def lossless(transports):
         return [c[rw]["mib_s"]["median"] / line for c in res["cells"] if c["condition"] == "lossless"
@@ -453,7 +507,7 @@ def controls_table(res, by, ratio):
         return r + (common.control_flag(float(r)) if r != "-" else "")
 
     for cell in res["cells"]:
-        if cell["side"] != "raw":
+        if cell["side"] != "raw" or cell["condition"] == "unequal":  # unequal: guest_pairs, against its own line
             continue
         key = (cell["condition"], cell["transport"], cell["iopolicy"])
         e, k = by.get((key[0], "engine", key[1], key[2])), by.get((key[0], "kernel", key[1], key[2]))
@@ -461,7 +515,7 @@ def controls_table(res, by, ratio):
         for rw in ("randread", "randwrite"):
             out += [fmt(cell[rw], line), flagged(e[rw], cell[rw]) if e else "-", ratio(k[rw], cell[rw]) if k else "-"]
         subflows = next((cell[rw].get("subflows") for rw in ("randread", "randwrite") if cell[rw].get("subflows")), None)
-        out.append("+".join(map(str, subflows)) if subflows and cell["transport"] != "tcp" else "-")
+        out.append("+".join(map(str, subflows)) if subflows and not cell["transport"].startswith("tcp") else "-")
         rows.append("| " + " | ".join(out) + " |")
     return head + rows if rows else []
 

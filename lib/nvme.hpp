@@ -55,6 +55,9 @@ constexpr uint8_t kLogChangedNs = NVME_LOG_LID_CHANGED_NS;
 constexpr uint8_t kLogCmdEffects = NVME_LOG_LID_CMD_EFFECTS;
 constexpr uint8_t kLogAna = NVME_LOG_LID_ANA;
 constexpr uint8_t kLogDiscovery = NVME_LOG_LID_DISCOVER;
+// The discovery log's trtype of MPTCP in the NVMe-over-MPTCP series
+// (NVMF_TRTYPE_MPTCP): reserved in the specification, used provisionally.
+constexpr uint8_t kTrtypeMptcp = 4;
 // Identify CNS values.
 constexpr uint8_t kCnsNamespace = NVME_IDENTIFY_CNS_NS;
 constexpr uint8_t kCnsController = NVME_IDENTIFY_CNS_CTRL;

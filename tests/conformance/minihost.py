@@ -269,7 +269,7 @@ def run(a):
 
 def discovery(a):
     """--discovery: the discovery controller's log page (LID 70h), one line
-    per entry: address, service, subsystem, TREQ and the TCP SECTYPE."""
+    per entry: address, service, subsystem, TRTYPE, TREQ and the TCP SECTYPE."""
     adm = Queue(a.addr, a.port, a.mptcp)
     st, _ = connect(adm, 0, a.subnqn.encode(), 0xFFFF, 32)
     if st:
@@ -291,7 +291,7 @@ def discovery(a):
     for i in range(min(records, 7)):  # 8 KiB: the header and seven entries
         e = page[1024 * (i + 1):1024 * (i + 2)]
         text = lambda b: b.split(b"\0")[0].decode().strip()
-        print(f"entry: {text(e[512:768])}:{text(e[32:64])} {text(e[256:512])} treq {e[3]} sectype {e[768]}")
+        print(f"entry: {text(e[512:768])}:{text(e[32:64])} {text(e[256:512])} trtype {e[0]} treq {e[3]} sectype {e[768]}")
     adm.s.close()
 
 

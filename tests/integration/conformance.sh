@@ -33,4 +33,21 @@ in_host python3 "$HOST" 10.1.1.1 4420 "$NQN" --css 1 --expect-cfs >"$work/cfs.ou
 grep -q "CSTS.CFS (fatal status) on enable: CC.CSS 001b" "$work/target.log" && pass "the CFS cause is logged" ||
   fail "no log line names the CFS cause: $(grep -m3 CFS "$work/target.log")"
 stop_target || fail "target exit status"
+
+# The discovery log lists an MPTCP port as TCP (trtype 3) unless asked for
+# the NVMe-over-MPTCP series' trtype 4; a TCP port stays 3 either way.
+discovery_trtypes() { # TARGET-ARGS...: "ADDR:PORT trtype N" per entry
+  start_target --listen 10.1.1.1:4420 --subnqn "$NQN" --ns ram:16m --log-level warn "$@"
+  in_host python3 "$HOST" 10.1.1.1 4420 nqn.2014-08.org.nvmexpress.discovery --discovery 2>&1 |
+    sed -n 's/^entry: \([^ ]*\) [^ ]* trtype \([0-9]*\) .*/\1 trtype \2/p' | tr '\n' ';'
+  stop_target || fail "target exit status ($*)"
+}
+got=$(discovery_trtypes)
+[[ $got == "10.1.1.1:4420 trtype 3;" ]] && pass "discovery: an MPTCP port is trtype 3 (TCP) by default" || fail "discovery by default: '$got'"
+got=$(discovery_trtypes --discovery-trtype-mptcp)
+[[ $got == "10.1.1.1:4420 trtype 4;" ]] && pass "discovery --discovery-trtype-mptcp: the MPTCP port is trtype 4" ||
+  fail "discovery with --discovery-trtype-mptcp: '$got'"
+got=$(discovery_trtypes --discovery-trtype-mptcp --transport tcp)
+[[ $got == "10.1.1.1:4420 trtype 3;" ]] && pass "discovery --discovery-trtype-mptcp: a TCP port stays trtype 3" ||
+  fail "discovery of a TCP port with --discovery-trtype-mptcp: '$got'"
 finish

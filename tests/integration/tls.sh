@@ -83,8 +83,8 @@ in_host ip mptcp limits set subflows 8 add_addr_accepted 8
 # host) says which ports require TLS 1.3: TREQ 1 (required), SECTYPE 2.
 in_host python3 "$root/tests/conformance/minihost.py" 10.1.1.1 4421 nqn.2014-08.org.nvmexpress.discovery --discovery \
   >"$work/discovery.out" 2>&1
-grep -q "^entry: 10.1.2.1:4420 $NQN treq 1 sectype 2$" "$work/discovery.out" &&
-  grep -q "^entry: 10.1.1.1:4421 $NQN treq 0 sectype 0$" "$work/discovery.out" &&
+grep -q "^entry: 10.1.2.1:4420 $NQN trtype 3 treq 1 sectype 2$" "$work/discovery.out" &&
+  grep -q "^entry: 10.1.1.1:4421 $NQN trtype 3 treq 0 sectype 0$" "$work/discovery.out" &&
   pass "discovery log: TLS ports with TREQ required and TSAS TLS 1.3, the plaintext port without" ||
   fail "discovery log entries: $(cat "$work/discovery.out")"
 

@@ -81,7 +81,8 @@ tk() {
   kill $ncpid
   [ ! -e /sys/kernel/config/nvmet/subsystems/nqn.2026-11.io.mpnvme:busy-port ] && ok "failed apply rolled back its subsystem" || bad "busy-port subsystem left behind"
   [ "$(ls /sys/kernel/config/nvmet/ports | wc -l)" = 2 ] && ok "failed apply rolled back its ports" || bad "ports: $(ls /sys/kernel/config/nvmet/ports)"
-  expect_fail "does not know this transport type" $NV apply --job $JOB --trtype mptcp
+  expect_fail "does not know this transport type; mptcp needs a kernel with the NVMe-over-MPTCP series" $NV apply --job $JOB --trtype mptcp
+  expect_fail "this kernel's NVMe host has no mptcp transport" $NV connect --job $JOB --trtype mptcp
   expect_fail "the port is enabled" $NV apply --job $JOB --inline-data-size 8192
 
   # Only root may change the kernel's configuration.

@@ -2,6 +2,7 @@
 #include "topology.hpp"
 
 #include "first_line.hpp"
+#include "mptcp_sockets.hpp"
 
 #include <cstdlib>
 #include <fstream>
@@ -42,6 +43,7 @@ std::vector<SubsystemInfo> scan_topology() {
   if (nvme_scan_topology(root.get(), nullptr, nullptr) < 0)
     throw std::runtime_error("libnvme: scanning the NVMe topology failed");
   std::vector<SubsystemInfo> out;
+  const std::vector<MptcpPeer> mptcp = mptcp_connections();
   nvme_host_t h;
   nvme_subsystem_t s;
   nvme_for_each_host(root.get(), h) {
@@ -73,8 +75,8 @@ std::vector<SubsystemInfo> scan_topology() {
       nvme_subsystem_for_each_ctrl(s, c) {
         PathInfo p;
         p.controller = str(nvme_ctrl_get_name(c));
-        p.transport = str(nvme_ctrl_get_transport(c));
         p.address = str(nvme_ctrl_get_address(c));
+        p.transport = controller_transport(str(nvme_ctrl_get_transport(c)), p.address, mptcp);
         p.state = str(nvme_ctrl_get_state(c));
         nvme_path_t path;
         nvme_ctrl_for_each_path(c, path) {

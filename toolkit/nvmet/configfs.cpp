@@ -31,7 +31,8 @@ static std::string explain(const std::string &path, int err) {
     return "permission denied (root is needed)";
   case EADDRINUSE: return "another port or program already listens on this address and port";
   case EINVAL:
-    if (path.find("addr_trtype") != std::string::npos) return "the kernel's nvmet does not know this transport type";
+    if (path.find("addr_trtype") != std::string::npos)
+      return "the kernel's nvmet does not know this transport type; mptcp needs a kernel with the NVMe-over-MPTCP series";
     if (path.find("/serial") != std::string::npos || path.find("/model") != std::string::npos)
       return "serial and model cannot change once a host identified the subsystem";
     return "the kernel refused the value";

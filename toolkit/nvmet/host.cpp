@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "iopolicy.hpp"
+#include "mptcp_sockets.hpp"
 #include "topology.hpp"
 
 extern "C" {
@@ -41,6 +42,13 @@ ConnectResult connect_job(const ConnectRequest &r) {
                       ? nvme_default_host(root.get())
                       : nvme_lookup_host(root.get(), r.hostnqn.c_str(), r.hostid.empty() ? nullptr : r.hostid.c_str());
   if (!h) throw std::runtime_error("libnvme: cannot create the host object");
+  // nvme-tcp's socket priority is one module parameter for every
+  // controller connected from now on.
+  if (r.so_priority >= 0) {
+    std::ofstream prio("/sys/module/nvme_tcp/parameters/so_priority");
+    if (!(prio << r.so_priority << std::flush))
+      throw std::runtime_error("/sys/module/nvme_tcp/parameters/so_priority: cannot set the job's sk_priority");
+  }
   ConnectResult res;
   try {
     for (const PathAddr &p : r.paths) {
@@ -55,6 +63,14 @@ ConnectResult connect_job(const ConnectRequest &r) {
       nvmf_default_config(&cfg);
       cfg.ctrl_loss_tmo = r.ctrl_loss_tmo;
       cfg.reconnect_delay = r.reconnect_delay;
+      if (r.queue_size > 0) cfg.queue_size = r.queue_size;
+      if (r.nr_io_queues > 0) cfg.nr_io_queues = r.nr_io_queues;
+      if (r.keep_alive_tmo >= 0) cfg.keep_alive_tmo = r.keep_alive_tmo;
+      cfg.fast_io_fail_tmo = r.fast_io_fail_tmo;
+      cfg.tos = r.tos;
+      cfg.hdr_digest = r.hdr_digest;
+      cfg.data_digest = r.data_digest;
+      cfg.disable_sqflow = r.disable_sqflow;
       cfg.tls = r.tls; // the kernel finds the PSK in .nvme by host and subsystem (tlshd does the handshake)
       if (nvmf_add_ctrl(h, c, &cfg) < 0) {
         const int err = errno;
@@ -107,19 +123,6 @@ std::vector<std::string> disconnect_recorded() {
   std::error_code ec;
   std::filesystem::remove(state_file, ec);
   return removed;
-}
-
-// "traddr=10.1.1.1,trsvcid=4420,src_addr=10.1.1.2" (sysfs `address`) -> the
-// value of `key`.
-static std::string address_field(const std::string &address, const std::string &key) {
-  size_t at = 0;
-  while (at < address.size()) {
-    const size_t end = std::min(address.find(',', at), address.size());
-    const std::string kv = address.substr(at, end - at);
-    if (kv.rfind(key + "=", 0) == 0) return kv.substr(key.size() + 1);
-    at = end + 1;
-  }
-  return {};
 }
 
 std::vector<std::string> disconnect_paths(const std::string &subnqn, const std::vector<PathAddr> &paths) {

@@ -15,6 +15,7 @@
 
 #include "cli.hpp"
 #include "configfs.hpp"
+#include "connect_options.hpp"
 #include "host.hpp"
 #include "iopolicy.hpp"
 #include "job_engine_options.hpp"
@@ -72,7 +73,7 @@ struct Cli {
   std::string job, trtype, ram_dir = "/dev/shm/mpnvme-nvmet", file, host_traddr, host_iface;
   std::vector<std::string> devices, hosts, ana;
   std::optional<uint32_t> inline_size;
-  int ctrl_loss_tmo = 600, reconnect_delay = 10;
+  std::optional<int> ctrl_loss_tmo, reconnect_delay; // override the job's
   bool remove_ram = false;
   CLI::App *apply = nullptr, *save = nullptr, *restore = nullptr, *clear = nullptr, *connect = nullptr, *disconnect = nullptr;
 };
@@ -99,8 +100,10 @@ void add_subcommands(CLI::App &app, Cli &o) {
   o.connect->add_option("--trtype", o.trtype, "host transport (default as for apply)")->check(CLI::IsMember({"tcp", "mptcp"}));
   o.connect->add_option("--host-traddr", o.host_traddr, "local address to connect from");
   o.connect->add_option("--host-iface", o.host_iface, "local interface to connect through");
-  o.connect->add_option("--ctrl-loss-tmo", o.ctrl_loss_tmo, "seconds before a lost controller is removed")->capture_default_str();
-  o.connect->add_option("--reconnect-delay", o.reconnect_delay, "seconds between reconnect attempts")->capture_default_str();
+  o.connect->add_option("--ctrl-loss-tmo", o.ctrl_loss_tmo,
+                        "seconds before a lost controller is removed, -1 never (default: the job's ctrl_loss_tmo)");
+  o.connect->add_option("--reconnect-delay", o.reconnect_delay,
+                        "seconds between reconnect attempts (default: the job's reconnect_delay)");
   o.disconnect = app.add_subcommand("disconnect", "disconnect the controllers that connect created, or those of a job's paths");
   o.disconnect->add_option("-j,--job", o.job, "disconnect every kernel controller of this job's subsystem and paths")
       ->check(CLI::ExistingFile);
@@ -167,9 +170,10 @@ int cmd_connect(const Cli &o, const std::vector<JobSection> &jobs, const target:
   r.transport = tr;
   r.host_traddr = o.host_traddr;
   r.host_iface = o.host_iface;
-  r.ctrl_loss_tmo = o.ctrl_loss_tmo;
-  r.reconnect_delay = o.reconnect_delay;
   const EngineOptions job = file_options(jobs, o.job); // once: a secret file is read (and warned about) here
+  const std::vector<std::string> notes = connect_options_from_job(r, job, jobs, o.job);
+  if (o.ctrl_loss_tmo) r.ctrl_loss_tmo = *o.ctrl_loss_tmo;
+  if (o.reconnect_delay) r.reconnect_delay = *o.reconnect_delay;
   add_job_auth(r, job);
   if (!job_option(jobs, "iopolicy", o.job).empty()) {
     const IoPolicy policy = job.iopolicy;
@@ -178,6 +182,8 @@ int cmd_connect(const Cli &o, const std::vector<JobSection> &jobs, const target:
       return fail(
           fmt::format("{}: iopolicy={} (the kernel accepts: {})", o.job, r.iopolicy, fmt::join(kernel_iopolicy_names(), ", ")));
   }
+  for (const auto &n : notes)
+    fmt::print(stderr, "mpnvme-nvmet: {}\n", n);
   const ConnectResult res = connect_job(r);
   for (const auto &c : res.controllers)
     fmt::print("controller {}\n", c);

@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <stdexcept>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "configfs.hpp"
@@ -20,10 +22,23 @@ namespace mpnvme::toolkit {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// configfs at /sys/kernel/config, mounted here when it is not: `ip netns
+// exec` (how a target is put into a lab's namespace) mounts a fresh /sys
+// in a mount namespace of its own, without configfs on it.
+static void mount_configfs() {
+  constexpr long kConfigfsMagic = 0x62656570;
+  struct statfs st{};
+  if (!exists("/sys/kernel/config"))
+    throw std::runtime_error("/sys/kernel/config: missing: this kernel has no configfs (CONFIG_CONFIGFS_FS)");
+  if (statfs("/sys/kernel/config", &st) == 0 && st.f_type == kConfigfsMagic) return;
+  if (mount("configfs", "/sys/kernel/config", "configfs", 0, nullptr) != 0)
+    throw std::runtime_error(
+        fmt::format("/sys/kernel/config: configfs is not mounted and mounting it failed: {}", strerror(errno)));
+}
+
 void require_nvmet() {
   if (geteuid() != 0) throw std::runtime_error("configuring the kernel target needs root");
-  if (nvmet_root.rfind("/sys/kernel/config", 0) == 0 && !exists("/sys/kernel/config"))
-    throw std::runtime_error("/sys/kernel/config: configfs is not mounted (mount -t configfs none /sys/kernel/config)");
+  if (nvmet_root.rfind("/sys/kernel/config", 0) == 0) mount_configfs();
   if (!exists(nvmet_root)) throw std::runtime_error(fmt::format("{}: missing: load the nvmet and nvmet-tcp modules", nvmet_root));
 }
 

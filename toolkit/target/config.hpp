@@ -64,6 +64,7 @@ struct TargetConfig {
   std::vector<SubsystemConfig> subsystems;
   std::vector<PortConfig> ports;
   bool discovery = true;
+  bool discovery_trtype_mptcp = false; // MPTCP ports as trtype 4 in the discovery log (--discovery-trtype-mptcp)
   unsigned threads = 1;
   uint32_t queue_entries = 128; // CAP.MQES + 1
   uint32_t max_io_queues = 128;

@@ -32,6 +32,7 @@ struct Cli {
   uint32_t inline_data_size = 16384, queue_size = 128, maxh2cdata = 128 * 1024;
   unsigned threads = 1, mdts = 7;
   bool no_discovery = false;
+  bool discovery_trtype_mptcp = false;
   bool allow_any_host = false;
   bool reflect_tos = false;
   bool poll = false;
@@ -149,6 +150,7 @@ TargetConfig build_config(const Cli &o) {
     if (!found) throw std::invalid_argument(fmt::format("--ana {}: no port {}", a, port));
   }
   c.discovery = !o.no_discovery;
+  c.discovery_trtype_mptcp = o.discovery_trtype_mptcp;
   c.threads = o.threads;
   c.queue_entries = o.queue_size;
   c.mdts = static_cast<uint8_t>(o.mdts);
@@ -210,6 +212,9 @@ static void add_target_options(CLI::App &app, Cli &o) {
       ->check(CLI::Range(4096, 1 << 24))
       ->capture_default_str();
   app.add_flag("--no-discovery", o.no_discovery, "do not serve the discovery controller");
+  app.add_flag("--discovery-trtype-mptcp", o.discovery_trtype_mptcp,
+               "list MPTCP ports as trtype 4 in the discovery log (the NVMe-over-MPTCP series' value, reserved in the "
+               "specification; default: 3, TCP, what any host can use)");
   app.add_option("--threads", o.threads, "event loop threads")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_flag("--poll", o.poll,
                "event loops spin on their io_uring completion queue instead of sleeping (a core each; lowest latency)");

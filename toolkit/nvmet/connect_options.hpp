@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// What the kernel host is told from a job file, so that it runs what the
+// engine runs: digests, keep-alive, queue size and count, the reconnect
+// settings and the socket's TOS and priority. Only the knobs the kernel
+// has: notes say what it cannot follow.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "engine_options.hpp"
+#include "host.hpp"
+#include "jobfile.hpp"
+
+namespace mpnvme::toolkit {
+
+// Sets r's fabrics options from the job file's engine options `e` and
+// fio's iodepth and numjobs of `jobs`; returns notes for the user (what the
+// kernel does differently). Throws std::runtime_error naming the job file
+// for a fio value that is not a number.
+std::vector<std::string> connect_options_from_job(ConnectRequest &r, const EngineOptions &e,
+                                                  const std::vector<JobSection> &jobs, const std::string &path);
+
+} // namespace mpnvme::toolkit
