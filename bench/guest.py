@@ -529,7 +529,9 @@ def guest_kernel(res):
 
 def compare_kernels(results):
     """The same guest cells on each kernel asked for, side by side: read and
-    write MiB/s (ratio to line) per cell, and the change from the first."""
+    write MiB/s (ratio to its condition's line) per cell, and the change
+    from the first. A cell one kernel cannot run (the kernel's MPTCP
+    without the series) is "-" there."""
     first = results[0]
     kernels = [guest_kernel(r) for r in results]
     lines = ["## The guest cells on each kernel", "",
@@ -538,15 +540,17 @@ def compare_kernels(results):
              "| condition | side | transport | iopolicy | direction | " + " | ".join(kernels) + " | " +
              " | ".join(f"{k} / {kernels[0]}" for k in kernels[1:]) + " |",
              "|" + "---|" * (5 + 2 * len(kernels) - 1)]
-    line = first["line_mib_s"]
-    for i, cell in enumerate(first["cells"]):
+    key = lambda c: (c["condition"], c["side"], c["transport"], c["iopolicy"])  # noqa: E731
+    by = [{key(c): c for c in r["cells"]} for r in results]
+    order = list(dict.fromkeys(key(c) for r in results for c in r["cells"]))
+    for k in order:
+        line = guest_pairs.line_of(first, k[0])
         for rw in ("randread", "randwrite"):
-            ds = [r["cells"][i][rw] for r in results]
-            if all(d["mib_s"] is None for d in ds):
+            ds = [b[k][rw] if k in b else None for b in by]
+            if all(d is None or d["mib_s"] is None for d in ds):
                 continue
             vals = [fmt(d, line) for d in ds]
-            base = ds[0]["mib_s"]["median"] if ds[0]["mib_s"] else None
-            ratios = [f"{d['mib_s']['median'] / base:.2f}" if base and d["mib_s"] else "-" for d in ds[1:]]
-            lines.append(f"| {cell['condition']} | {cell['side']} | {cell['transport']} | {cell['iopolicy']} | {rw[4:]} | "
-                         + " | ".join(vals) + " | " + " | ".join(ratios) + " |")
+            base = ds[0]["mib_s"]["median"] if ds[0] and ds[0]["mib_s"] else None
+            ratios = [f"{d['mib_s']['median'] / base:.2f}" if base and d and d["mib_s"] else "-" for d in ds[1:]]
+            lines.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {rw[4:]} | " + " | ".join(vals) + " | " + " | ".join(ratios) + " |")
     return "\n".join(lines) + "\n"

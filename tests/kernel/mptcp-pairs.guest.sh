@@ -101,12 +101,32 @@ pair() {
     bad "$name: blackhole: $drops drops, $timeouts retransmission timeouts; $($LAB counters 2>&1 | tr '\n' ' ')"
 }
 
+# discovery NAME PORT: nvme-cli (unstable's) discovers the target on PORT
+# over MPTCP and connects to every entry (connect-all); the entries' trtype
+# and the transport of the controllers it made.
+discovery() {
+  local name=$1 port=$2 out
+  source /lib/guest-lib.sh
+  out=$($LAB exec host /usr/local/bin/bash -c "source /lib/guest-lib.sh; tls_tool unstable nvme discover -t mptcp -a 10.1.1.1 -s $port" 2>&1)
+  echo "PAIRS $name discovery log: $(grep -E 'trtype|traddr|trsvcid' <<<"$out" | tr -s ' \n' ' ')"
+  grep -q 'trtype: *mptcp' <<<"$out" && ok "$name: nvme discover -t mptcp lists trtype mptcp" ||
+    bad "$name: nvme discover -t mptcp: $(tr '\n' ' ' <<<"$out" | cut -c1-400)"
+  out=$($LAB exec host /usr/local/bin/bash -c "source /lib/guest-lib.sh; tls_tool unstable nvme connect-all -t mptcp -a 10.1.1.1 -s $port" 2>&1)
+  local show=$($LAB exec host mpnvme-iopolicy show 2>&1)
+  echo "PAIRS $name connect-all: $(tr '\n' ' ' <<<"$out" | cut -c1-300) / $(tr -s ' \n' ' ' <<<"$show")"
+  local n=$(grep -c " mptcp traddr=10.1" <<<"$show")
+  ((n == 4)) && ok "$name: nvme connect-all -t mptcp made 4 controllers over MPTCP" ||
+    bad "$name: connect-all: $n MPTCP controllers"
+  for c in /sys/class/nvme/nvme*; do echo 1 >"$c/delete_controller"; done 2>/dev/null
+  sleep 1
+}
+
 main() {
   local out
   # 40 Mbit per path, as the bench's guest cells: the emulated CPU keeps
   # up, and stays free enough for the lab's own commands.
   out=$($LAB up --paths 4 --rate 40mbit --endpoints all --cc cubic 2>&1) || { bad "lab up: $out"; return; }
-  MPNVME_PORT=4420 $LAB exec target mpnvme-target --job "$JOB" --log-level warn >/tmp/target.log 2>&1 &
+  MPNVME_PORT=4420 $LAB exec target mpnvme-target --job "$JOB" --discovery-trtype-mptcp --log-level warn >/tmp/target.log 2>&1 &
   for _ in $(seq 100); do grep -q 'mpnvme-target: ready' /tmp/target.log && break; sleep 0.2; done
   grep -q 'mpnvme-target: ready' /tmp/target.log || { bad "mpnvme-target: $(tail -3 /tmp/target.log)"; return; }
   out=$(MPNVME_PORT=4421 $LAB exec target mpnvme-nvmet apply --job "$JOB" 2>&1) && ok "nvmet: $(tr '\n' ' ' <<<"$out")" ||
@@ -120,6 +140,10 @@ main() {
     [[ ! -s /files/only ]] || grep -qw -- "${name/ /-}" /files/only || continue
     pair $p
   done
+  if [[ ! -s /files/only ]] || grep -qw discovery /files/only; then
+    discovery mpnvme-target 4420
+    discovery nvmet 4421
+  fi
   kill -INT %1 2>/dev/null; wait %1 2>/dev/null
   grep -qE 'ERROR: (Address|Undefined)Sanitizer|runtime error:' /tmp/target.log && bad "sanitizer report in mpnvme-target"
   mpnvme-nvmet clear >/dev/null 2>&1

@@ -46,7 +46,7 @@ bins+=" $engine $build/toolkit/target/mpnvme-target $build/toolkit/nvmet/mpnvme-
 ip netns add "$ns" && ip netns exec "$ns" ip link set lo up || fail "cannot create network namespace"
 # Everything runs inside the guest; its user network sits in a namespace
 # of its own.
-MPNVME_LAB_BINARIES="$bins${preload:+ $preload}" MPNVME_LAB_MEM=1024 \
+MPNVME_LAB_BINARIES="$bins${preload:+ $preload}" MPNVME_LAB_MEM=1024 MPNVME_LAB_TLS=1 \
   MPNVME_LAB_FILES="$root/toolkit/lab/mpnvme-lab $here/jobs/mptcp-pairs.fio $here/mptcp-pairs.guest.sh $state/preload $state/only" \
   ip netns exec "$ns" "$here/lab.sh" start "$state" <(echo '/usr/local/bin/bash /files/mptcp-pairs.guest.sh >/dev/console 2>&1 &') ||
   fail "guest did not boot"

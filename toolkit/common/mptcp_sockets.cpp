@@ -87,8 +87,7 @@ std::string address_field(const std::string &address, const std::string &key) {
   return {};
 }
 
-std::string controller_transport(const std::string &transport, const std::string &address,
-                                 const std::vector<MptcpPeer> &mptcp) {
+std::string controller_transport(const std::string &transport, const std::string &address, const std::vector<MptcpPeer> &mptcp) {
   if (transport != "tcp") return transport;
   const std::string traddr = address_field(address, "traddr"), src = address_field(address, "src_addr");
   const std::string port = address_field(address, "trsvcid");

@@ -21,8 +21,7 @@ std::vector<MptcpPeer> mptcp_connections();
 // The transport of a controller whose sysfs says `transport` and whose
 // sysfs `address` is "traddr=A,trsvcid=P[,src_addr=S]": "mptcp" when an
 // MPTCP connection of this namespace goes to A:P (from S when given).
-std::string controller_transport(const std::string &transport, const std::string &address,
-                                 const std::vector<MptcpPeer> &mptcp);
+std::string controller_transport(const std::string &transport, const std::string &address, const std::vector<MptcpPeer> &mptcp);
 
 // "traddr=10.1.1.1,trsvcid=4420,src_addr=10.1.1.2" -> the value of `key`.
 std::string address_field(const std::string &address, const std::string &key);

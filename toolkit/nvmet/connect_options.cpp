@@ -32,8 +32,8 @@ int whole_seconds(const std::optional<std::chrono::milliseconds> &ms) {
 
 } // namespace
 
-std::vector<std::string> connect_options_from_job(ConnectRequest &r, const EngineOptions &e,
-                                                  const std::vector<JobSection> &jobs, const std::string &path) {
+std::vector<std::string> connect_options_from_job(ConnectRequest &r, const EngineOptions &e, const std::vector<JobSection> &jobs,
+                                                  const std::string &path) {
   std::vector<std::string> notes;
   // The engine opens one I/O queue per fio job on every path, each with
   // queue_size entries (iodepth when unset): the kernel gets as many

@@ -17,7 +17,7 @@ namespace mpnvme::toolkit {
 // fio's iodepth and numjobs of `jobs`; returns notes for the user (what the
 // kernel does differently). Throws std::runtime_error naming the job file
 // for a fio value that is not a number.
-std::vector<std::string> connect_options_from_job(ConnectRequest &r, const EngineOptions &e,
-                                                  const std::vector<JobSection> &jobs, const std::string &path);
+std::vector<std::string> connect_options_from_job(ConnectRequest &r, const EngineOptions &e, const std::vector<JobSection> &jobs,
+                                                  const std::string &path);
 
 } // namespace mpnvme::toolkit

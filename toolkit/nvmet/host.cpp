@@ -75,8 +75,9 @@ ConnectResult connect_job(const ConnectRequest &r) {
       if (nvmf_add_ctrl(h, c, &cfg) < 0) {
         const int err = errno;
         std::string why = nvme_errno_to_string(err);
-        if (r.transport == "mptcp" && (err == EINVAL || err == ENVME_CONNECT_INVAL_TR))
-          why += " (this kernel's NVMe host has no mptcp transport; the NVMe over MPTCP series is not merged)";
+        if (r.transport == "mptcp" && (err == EINVAL || err == ENVME_CONNECT_INVAL || err == ENVME_CONNECT_INVAL_TR))
+          why += " (this kernel's NVMe host has no mptcp transport, which needs the NVMe-over-MPTCP series, or it "
+                 "refused an option)";
         throw std::runtime_error(fmt::format("connect {} to {} over {}: {}", r.subnqn, p.display(), r.transport, why));
       }
       res.controllers.push_back(nvme_ctrl_get_name(c));

@@ -27,7 +27,7 @@ using nlohmann::json;
 // in a mount namespace of its own, without configfs on it.
 static void mount_configfs() {
   constexpr long kConfigfsMagic = 0x62656570;
-  struct statfs st{};
+  struct statfs st {};
   if (!exists("/sys/kernel/config"))
     throw std::runtime_error("/sys/kernel/config: missing: this kernel has no configfs (CONFIG_CONFIGFS_FS)");
   if (statfs("/sys/kernel/config", &st) == 0 && st.f_type == kConfigfsMagic) return;

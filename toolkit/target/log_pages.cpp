@@ -95,8 +95,7 @@ Page discovery_log(const LogContext &x, uint8_t) {
       uint8_t *e = page.data() + at;
       // MPTCP is TCP on the wire: trtype 3 unless asked for the series' 4,
       // which only a host with NVMe over MPTCP knows.
-      e[0] = pc.transport == Transport::Mptcp && x.reg.config().discovery_trtype_mptcp ? kTrtypeMptcp
-                                                                                     : uint8_t{NVMF_TRTYPE_TCP};
+      e[0] = pc.transport == Transport::Mptcp && x.reg.config().discovery_trtype_mptcp ? kTrtypeMptcp : uint8_t{NVMF_TRTYPE_TCP};
       e[1] = pc.addr.ipv6 ? 2 : 1; // ADRFAM
       e[2] = 2;                    // SUBTYPE: NVMe subsystem
       // TREQ: the secure channel required or not (nvmet's addr_treq); with

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The kernel toolkit's decisions that need no kernel: which transport a
+// controller's connection runs over (its sysfs says tcp either way with the
+// NVMe-over-MPTCP series), and what the kernel host is told from a job file.
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cmocka_cxx.hpp"
+#include "connect_options.hpp"
+#include "job_engine_options.hpp"
+#include "mptcp_sockets.hpp"
+
+using namespace mpnvme;
+using namespace mpnvme::toolkit;
+
+static void address_fields(void **) {
+  const std::string a = "traddr=10.1.1.1,trsvcid=4420,src_addr=10.1.1.2";
+  assert_string_equal(address_field(a, "traddr").c_str(), "10.1.1.1");
+  assert_string_equal(address_field(a, "trsvcid").c_str(), "4420");
+  assert_string_equal(address_field(a, "src_addr").c_str(), "10.1.1.2");
+  assert_string_equal(address_field(a, "host_iface").c_str(), "");
+  assert_string_equal(address_field("traddr=10.1.1.10", "traddr").c_str(), "10.1.1.10");
+}
+
+static void transport_from_the_connection(void **) {
+  const std::vector<MptcpPeer> mptcp = {{"10.1.2.1", "10.1.2.2", 4421}};
+  // The MPTCP connection to the controller's address and port, from its source.
+  assert_string_equal(controller_transport("tcp", "traddr=10.1.2.1,trsvcid=4421,src_addr=10.1.2.2", mptcp).c_str(), "mptcp");
+  assert_string_equal(controller_transport("tcp", "traddr=10.1.2.1,trsvcid=4421", mptcp).c_str(), "mptcp");
+  // Another port, address or source: a TCP controller.
+  assert_string_equal(controller_transport("tcp", "traddr=10.1.2.1,trsvcid=4420", mptcp).c_str(), "tcp");
+  assert_string_equal(controller_transport("tcp", "traddr=10.1.2.10,trsvcid=4421", mptcp).c_str(), "tcp");
+  assert_string_equal(controller_transport("tcp", "traddr=10.1.2.1,trsvcid=4421,src_addr=10.1.3.2", mptcp).c_str(), "tcp");
+  assert_string_equal(controller_transport("tcp", "traddr=10.1.2.1,trsvcid=4421", {}).c_str(), "tcp");
+  // Other transports are what sysfs says.
+  assert_string_equal(controller_transport("rdma", "traddr=10.1.2.1,trsvcid=4421", mptcp).c_str(), "rdma");
+}
+
+namespace {
+JobSection job(std::map<std::string, std::string> extra) {
+  JobSection j;
+  j.name = "seed";
+  j.options = {{"ioengine", "external:/x/fio-mpnvme.so"}, {"traddr", "10.1.1.1,10.1.2.1"}, {"subnqn", "nqn.2026-12.io.mpnvme:t"}};
+  for (auto &[k, v] : extra)
+    j.options[k] = v;
+  return j;
+}
+
+ConnectRequest from_job(const std::vector<JobSection> &jobs, std::vector<std::string> *notes = nullptr) {
+  ConnectRequest r;
+  const EngineOptions e = job_engine_options(jobs.front(), "t.fio");
+  const auto n = connect_options_from_job(r, e, jobs, "t.fio");
+  if (notes) *notes = n;
+  return r;
+}
+} // namespace
+
+static void job_options_reach_the_kernel_host(void **) {
+  const ConnectRequest r = from_job({job({{"numjobs", "2"},
+                                          {"iodepth", "32"},
+                                          {"hdr_digest", "1"},
+                                          {"data_digest", "1"},
+                                          {"kato", "7"},
+                                          {"ctrl_loss_tmo", "-1"},
+                                          {"reconnect_delay", "0.5"},
+                                          {"fast_io_fail_tmo", "3"},
+                                          {"tos", "46"},
+                                          {"sk_priority", "5"}})});
+  assert_int_equal(r.nr_io_queues, 2); // one I/O queue per fio job on every path, as the engine
+  assert_int_equal(r.queue_size, 32);
+  assert_true(r.hdr_digest && r.data_digest);
+  assert_int_equal(r.keep_alive_tmo, 7);
+  assert_int_equal(r.ctrl_loss_tmo, -1);
+  assert_int_equal(r.reconnect_delay, 1); // whole seconds, at least 1
+  assert_int_equal(r.fast_io_fail_tmo, 3);
+  assert_int_equal(r.tos, 46);
+  assert_int_equal(r.so_priority, 5);
+}
+
+static void job_defaults_are_the_engines(void **) {
+  std::vector<std::string> notes;
+  const ConnectRequest r = from_job({job({{"iodepth", "4"}}), job({{"numjobs", "3"}})}, &notes);
+  assert_int_equal(r.nr_io_queues, 4); // 1 + 3 jobs
+  assert_int_equal(r.queue_size, 16);  // iodepth 4, raised to the kernel's smallest
+  assert_int_equal(notes.size(), 1);
+  assert_non_null(strstr(notes[0].c_str(), "raised to 16"));
+  assert_false(r.hdr_digest || r.data_digest);
+  assert_int_equal(r.keep_alive_tmo, 5);
+  assert_int_equal(r.ctrl_loss_tmo, 600);
+  assert_int_equal(r.reconnect_delay, 10);
+  assert_int_equal(r.fast_io_fail_tmo, -1);
+  assert_int_equal(r.tos, -1);
+  assert_int_equal(r.so_priority, -1);
+  // queue_size= wins over iodepth, as in the engine.
+  assert_int_equal(from_job({job({{"iodepth", "4"}, {"queue_size", "128"}})}).queue_size, 128);
+}
+
+static void admin_values_the_kernel_cannot_follow(void **) {
+  std::vector<std::string> notes;
+  const ConnectRequest r = from_job({job({{"tos", "admin:0,io:46"}, {"iodepth", "32"}})}, &notes);
+  assert_int_equal(r.tos, 46);
+  assert_int_equal(notes.size(), 1);
+  assert_non_null(strstr(notes[0].c_str(), "one TOS and one socket priority for every queue"));
+  from_job({job({{"tos", "46"}, {"iodepth", "32"}})}, &notes);
+  assert_int_equal(notes.size(), 0);
+}
+
+static void bad_fio_numbers_name_the_job(void **) {
+  try {
+    from_job({job({{"numjobs", "two"}})});
+  } catch (const std::runtime_error &e) {
+    assert_non_null(strstr(e.what(), "t.fio: job seed: numjobs=two: not a number"));
+    return;
+  }
+  fail_msg("numjobs=two accepted");
+}
+
+int main() {
+  const CMUnitTest tests[] = {
+      cmocka_unit_test(address_fields),
+      cmocka_unit_test(transport_from_the_connection),
+      cmocka_unit_test(job_options_reach_the_kernel_host),
+      cmocka_unit_test(job_defaults_are_the_engines),
+      cmocka_unit_test(admin_values_the_kernel_cannot_follow),
+      cmocka_unit_test(bad_fio_numbers_name_the_job),
+  };
+  return cmocka_run_group_tests(tests, nullptr, nullptr);
+}
