@@ -40,13 +40,16 @@ HERE = pathlib.Path(__file__).resolve().parent
 LABSH = common.ROOT / "tests" / "kernel" / "lab.sh"
 
 
-def cells(full):
+ALL_POLICIES = ("numa", "round-robin", "queue-depth")
+
+
+def cells(full, policies=None):
     """(side, transport, iopolicy): the engine's TCP and MPTCP cells and the
-    kernel host's TCP cell for each policy the kernel has, and one MPTCP
-    connection for all paths (mptcp1: path 1, the subflows join the rest;
-    --full only, like the policies other than round-robin); a raw control
-    (side raw) for every engine cell."""
-    policies = ("numa", "round-robin", "queue-depth") if full else ("round-robin",)
+    kernel host's TCP cell for each policy (round-robin, or all three with
+    --full or --policies all), and one MPTCP connection for all paths
+    (mptcp1: path 1, the subflows join the rest; --full only); a raw
+    control (side raw) for every engine cell."""
+    policies = policies or (ALL_POLICIES if full else ("round-robin",))
     out = []
     for p in policies:
         # tcp-j1: the engine with the kernel host's flows (one queue per
@@ -117,16 +120,17 @@ class Shape:
         return 5 * self.scale
 
 
-def run(full, runs, work, smoke=False, kernel="6.12"):
+def run(full, runs, work, smoke=False, kernel="6.12", policies=None):
     """smoke: the lossy condition only, 2 paths, the engine's and the
     kernel's TCP round-robin reads, 2 s runs: the functional check make
     check runs (each controller's set-up costs about ten 250 ms round trips
-    under emulation)."""
+    under emulation). policies: the iopolicies of the lossless and lossy
+    cells (default: round-robin, all three with full)."""
     if smoke:
         shape = Shape(paths=2, runtime=2, ramp=1, conditions=("lossy",), rws=("randread",),
                       cells=[c for c in cells(False) if c[1] == "tcp"])
     else:
-        shape = Shape(runtime=15 if full else 8, ramp=5 if full else 3, cells=cells(full), pairs=True,
+        shape = Shape(runtime=15 if full else 8, ramp=5 if full else 3, cells=cells(full, policies), pairs=True,
                       conditions=("lossless", "lossy", "unequal"))
     # Each guest run costs its runtime and about 20 s of set-up under
     # emulation: --full (3 policies, the one-connection cells) takes 3 runs

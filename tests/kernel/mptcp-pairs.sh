@@ -4,7 +4,9 @@
 # series (qemu lab): the engine and the kernel host, each against
 # mpnvme-target and against nvmet's mptcp port, with the upstream selftest's
 # topology; verify, and verify with one path blackholed for 4 s (0 I/O
-# errors). The guest side is mptcp-pairs.guest.sh.
+# errors); nvme-cli's discover and connect-all over MPTCP against both
+# targets, mpnvme-target's entries (--discovery-trtype-mptcp) read as
+# nvmet's. The guest side is mptcp-pairs.guest.sh.
 #   mptcp-pairs.sh BUILD_DIR
 # Environment: MPNVME_MPTCP_KERNEL, a lab kernel directory (vmlinuz,
 # lib/modules) whose NVMe host and target have the mptcp transport
@@ -37,8 +39,8 @@ engine=$build/engine/fio-mpnvme.so
 # An ASan build's engine needs the runtime preloaded into fio in the guest too.
 preload=$(ldd "$engine" | grep -o '/[^ ]*libasan[^ ]*' || true)
 echo "$preload" >"$state/preload"
-# MPNVME_PAIRS_ONLY="engine-nvmet kernel-target": only those pairs (while
-# working on one).
+# MPNVME_PAIRS_ONLY="engine-nvmet kernel-target discovery": only those
+# pairs, or the discovery step (while working on one).
 printf %s "${MPNVME_PAIRS_ONLY:-}" >"$state/only"
 bins=""
 for b in bash ip tc ss nstat nft ethtool jq fio; do bins+=" $(command -v $b)"; done
@@ -56,6 +58,6 @@ console | grep -a '^PAIRS'
 seen '^PAIRS FAIL' && fail "$(console | grep -ac '^PAIRS FAIL') check(s) failed"
 n=$(console | grep -ac '^PAIRS ok: .*verify passed')
 want=8
-[[ -n ${MPNVME_PAIRS_ONLY:-} ]] && want=$((2 * $(wc -w <<<"$MPNVME_PAIRS_ONLY")))
+[[ -n ${MPNVME_PAIRS_ONLY:-} ]] && want=$((2 * $(tr ' ' '\n' <<<"$MPNVME_PAIRS_ONLY" | grep -c -- -)))
 ((n == want)) || fail "$n of $want verify runs passed"
 echo PASS

@@ -18,6 +18,7 @@ bad() { echo "TK FAIL: $*"; }
 expect_fail() { # TEXT CMD...: the command fails and says TEXT
   want=$1; shift
   out=$("$@" 2>&1) && { bad "accepted: $* -> $out"; return; }
+  out=$(echo "$out" | tr "\n" " ")
   case $out in *"$want"*) ok "refused: $out" ;; *) bad "'$*' failed without '$want': $out" ;; esac
 }
 connect_reads() { # JOB WHAT: connect --job, read through its device, disconnect
