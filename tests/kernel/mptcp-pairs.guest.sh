@@ -39,7 +39,8 @@ host_run() {
   out=$(MPNVME_PORT=$port $LAB exec host mpnvme-nvmet connect --job "$JOB" --ctrl-loss-tmo 30 --reconnect-delay 1 2>&1) ||
     { echo "connect: $out" >/tmp/$name.log; return 1; }
   dev=$(sed -n 's/^device //p' <<<"$out")
-  mpnvme-iopolicy show >/tmp/$name.show 2>&1
+  # In the host namespace: the controllers' MPTCP sockets are there.
+  $LAB exec host mpnvme-iopolicy show >/tmp/$name.show 2>&1
   fio --name=pairs --filename="$dev" --ioengine=libaio --direct=1 --size=64m "${VERIFY[@]}" "$@" \
     --output-format=json --output=/tmp/$name.json >/tmp/$name.log 2>&1
   local rc=$?
@@ -73,7 +74,9 @@ pair() {
   # subflows joined on the other paths.
   ((capable >= 8 && joins >= capable)) && ok "$name: $capable MPTCP connections, $joins subflows joined" ||
     bad "$name: $capable MP_CAPABLE connections and $joins joins: not NVMe over MPTCP on 4 paths"
-  [[ $host == kernel ]] && { grep -q 'mptcp' /tmp/$name.show && ok "$name: mpnvme-iopolicy show reports mptcp" ||
+  # Each of the 4 controllers' lines, not the subsystem NQN (which says mptcp too).
+  [[ $host == kernel ]] && { (($(grep -c ' mptcp traddr=10\.1\.' /tmp/$name.show) == 4)) &&
+    ok "$name: mpnvme-iopolicy show reports mptcp for the 4 controllers" ||
     bad "$name: mpnvme-iopolicy show: $(tr '\n' ' ' </tmp/$name.show)"; }
 
   local timeouts=$(($(counter target TcpExtTCPTimeouts) + $(counter host TcpExtTCPTimeouts)))
