@@ -255,7 +255,6 @@ def execute(shape, runs, work, kernel, name="guest"):
         subprocess.run(["ip", "netns", "exec", netns, str(LABSH), "stop", str(state)], capture_output=True)
         subprocess.run(["ip", "netns", "del", netns], capture_output=True)
     res = parse(text, shape, runs, boot_s, time.monotonic() - started)
-    res["plan_runs"] = len(plan)
     res["kernel_asked"] = kernel
     res["kernel_mptcp_host"] = kernel_mptcp
     return res

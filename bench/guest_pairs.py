@@ -3,7 +3,8 @@
 pairs): the engine and the kernel host, each against mpnvme-target and the
 kernel's nvmet, over TCP and MPTCP, as ratios to the line beside their raw
 controls and the published figures; how the bytes split over NVMe paths and
-over links; and the unequal case (the last path at half the rate)."""
+over links; and the unequal case (the last path at half the rate). Their
+lossy cells' flows and estimates are in guest.loss_table."""
 
 from seed000 import PUBLISHED, mbit_to_mib_s
 
@@ -125,29 +126,6 @@ def unequal(res, by):
     return lines + splits(res, by, ("unequal",), ("round-robin", "queue-depth"), ("tcp", "mptcp"))
 
 
-def flow_counts(res, by):
-    """The TCP flows that carried data (connections x subflows) per path for
-    the MPTCP cells, lossy, and the sender's retransmissions per MiB."""
-    lines = ["", "Flows on each path (the most seen at once) and the sender's retransmissions per MiB it sent, lossy:", "",
-             "| iopolicy | dir | pair | transport | flows per path | retrans/MiB |", "|---|---|---|---|---|---|"]
-    for pol in POLICIES:
-        for rw in ("randread", "randwrite"):
-            for side, name in PAIRS:
-                for t in ("tcp", "mptcp"):
-                    c = by.get(("lossy", side, t, pol))
-                    if not c or not median(c[rw]):
-                        continue
-                    d = c[rw]
-                    f = d["flows"][-1] if d.get("flows") else None
-                    k = d["kernel_counters"][-1] if d.get("kernel_counters") else {}
-                    sender = "target" if rw == "randread" else "host"
-                    segs = k.get(f"{sender}.Tcp.OutSegs", 0)
-                    rpm = k.get(f"{sender}.Tcp.RetransSegs", 0) / (segs * 1448 / 1048576) if segs else None
-                    lines.append(f"| {pol} | {rw[4:]} | {name} | {t} | {'/'.join(map(str, f['flows'])) if f else '-'} | "
-                                 f"{f'{rpm:.1f}' if rpm is not None else '-'} |")
-    return lines if len(lines) > 4 else []
-
-
 def report(res):
     """The pairs' section of the guest report ([] when the run had none)."""
     by = {(c["condition"], c["side"], c["transport"], c["iopolicy"]): c for c in res["cells"]}
@@ -157,8 +135,8 @@ def report(res):
     lines += ["", "Bytes per NVMe path and per link, MPTCP and TCP, lossless: with MPTCP every NVMe path's connection "
               "spans every link, so the links share what the policy put on each NVMe path.", ""]
     lines += splits(res, by, ("lossless",), ("round-robin", "queue-depth"), ("tcp", "mptcp"))
-    lines += unequal(res, by)
-    lines += flow_counts(res, by)
-    return lines
+    # The lossy cells' flows, retransmissions and flow-count estimate are
+    # in guest.loss_table, every pair's among them.
+    return lines + unequal(res, by)
 
 
