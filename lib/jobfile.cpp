@@ -84,6 +84,13 @@ std::vector<JobSection> read_jobfile(const std::string &path) {
   return jobs;
 }
 
+std::optional<unsigned> parse_count(const std::string &text, unsigned max) {
+  if (text.empty() || text.size() > 10 || text.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  const unsigned long long n = std::stoull(text);
+  if (n == 0 || n > max) return std::nullopt;
+  return static_cast<unsigned>(n);
+}
+
 uint64_t parse_size(const std::string &text, const std::string &option) {
   auto fail = [&] {
     return std::invalid_argument(

@@ -29,4 +29,8 @@ std::vector<JobSection> read_jobfile(const std::string &path);
 // std::invalid_argument naming `option`.
 uint64_t parse_size(const std::string &text, const std::string &option);
 
+// A count fio takes (numjobs, iodepth): digits only, 1..max; nullopt
+// otherwise, for the caller to name the job and option.
+std::optional<unsigned> parse_count(const std::string &text, unsigned max);
+
 } // namespace mpnvme

@@ -3,6 +3,7 @@
 // controller's connection runs over (its sysfs says tcp either way with the
 // NVMe-over-MPTCP series), and what the kernel host is told from a job file.
 #include <cstring>
+#include <fmt/format.h>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -108,13 +109,19 @@ static void admin_values_the_kernel_cannot_follow(void **) {
 }
 
 static void bad_fio_numbers_name_the_job(void **) {
-  try {
-    from_job({job({{"numjobs", "two"}})});
-  } catch (const std::runtime_error &e) {
-    assert_non_null(strstr(e.what(), "t.fio: job seed: numjobs=two: not a number"));
-    return;
+  const struct {
+    const char *key, *value;
+  } bad[] = {{"numjobs", "two"}, {"numjobs", "0"}, {"iodepth", "+8"}, {"iodepth", "65537"}};
+  for (const auto &b : bad) {
+    const std::string want = fmt::format("t.fio: job seed: {}={}: not a number", b.key, b.value);
+    try {
+      from_job({job({{b.key, b.value}})});
+    } catch (const std::runtime_error &e) {
+      if (!strstr(e.what(), want.c_str())) fail_msg("message '%s' lacks '%s'", e.what(), want.c_str());
+      continue;
+    }
+    fail_msg("%s=%s accepted", b.key, b.value);
   }
-  fail_msg("numjobs=two accepted");
 }
 
 int main() {

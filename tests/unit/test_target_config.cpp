@@ -211,6 +211,8 @@ transport=tcp
       {"nsid=4294967296", "[x]: nsid=4294967296: invalid value"},
       {"iopolicy=fastest", "[x]: iopolicy=fastest: invalid value"},
       {"numjobs=x\noffset_increment=1m", "[x]: numjobs=x: not a job count"},
+      {"numjobs=0\noffset_increment=1m", "[x]: numjobs=0: not a job count"},
+      {"numjobs=1000000\noffset_increment=1m", "[x]: numjobs=1000000: not a job count"},
   };
   for (const auto &r : refused) {
     const std::string f = write_temp(std::string("[x]\ntraddr=1.2.3.4\nsubnqn=n\n") + r.line + "\n", ".fio");

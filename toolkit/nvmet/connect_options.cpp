@@ -16,12 +16,7 @@ constexpr unsigned kKernelMinQueue = 16, kKernelMaxQueue = 1024;
 unsigned fio_number(const JobSection &j, const char *key, unsigned dflt, const std::string &path) {
   const auto v = j.get(key);
   if (!v) return dflt;
-  try {
-    size_t used = 0;
-    const unsigned long n = std::stoul(*v, &used);
-    if (used == v->size() && n > 0 && n <= 65536) return static_cast<unsigned>(n);
-  } catch (const std::exception &) {
-  }
+  if (const auto n = parse_count(*v, 65536)) return *n;
   throw std::runtime_error(fmt::format("{}: job {}: {}={}: not a number the kernel host can use", path, j.name, key, *v));
 }
 

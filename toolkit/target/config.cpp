@@ -256,9 +256,9 @@ TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::st
     // numjobs with offset_increment spread over more than size: cover it all.
     uint64_t need = offset + bytes;
     if (auto nj = job.get("numjobs"); nj && job.get("offset_increment")) {
-      if (nj->empty() || nj->size() > 6 || nj->find_first_not_of("0123456789") != std::string::npos || *nj == "0")
-        throw std::runtime_error(fmt::format("{}: numjobs={}: not a job count", where, *nj));
-      need = offset + parse_size(*job.get("offset_increment"), where + ": offset_increment") * (std::stoul(*nj) - 1) + bytes;
+      const auto jobs = parse_count(*nj, 999999);
+      if (!jobs) throw std::runtime_error(fmt::format("{}: numjobs={}: not a job count", where, *nj));
+      need = offset + parse_size(*job.get("offset_increment"), where + ": offset_increment") * (*jobs - 1) + bytes;
     }
     if (!size) need = std::max(need, kJobNamespaceBytes);
     ns->size = std::max(ns->size, (need + 4095) / 4096 * 4096);
