@@ -15,7 +15,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD = pathlib.Path(os.environ.get("MPNVME_BUILD", ROOT / "build"))
 ENGINE = BUILD / "engine" / "fio-mpnvme.so"
-TARGET = BUILD / "toolkit" / "target" / "mpnvme-target"
+TARGET = BUILD / "mpnvme-target" / "mpnvme-target"
 FLOOR = BUILD / "bench" / "mpnvme-floor"
 LAB = ROOT / "toolkit" / "lab" / "mpnvme-lab"
 # The target and fio on different CPUs (seed 004: never share a core).

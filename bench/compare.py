@@ -50,7 +50,10 @@ def build(ref, work):
 
 def one_run(lab, build_dir, tag, work):
     """Actual and ideal seconds of one 1 GiB transfer with this build."""
-    target = common.start_lab_target(lab, build_dir / "toolkit" / "target" / "mpnvme-target", PATHS, NQN, "ram:1g",
+    # The target's folder moved (toolkit/target -> mpnvme-target): either revision.
+    program = next(p for p in (build_dir / "mpnvme-target" / "mpnvme-target", build_dir / "toolkit" / "target" / "mpnvme-target")
+                   if p.exists())
+    target = common.start_lab_target(lab, program, PATHS, NQN, "ram:1g",
                                      work / f"{tag}-target.log")
     try:
         res = work / f"{tag}.json"

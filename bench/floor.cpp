@@ -38,9 +38,9 @@
 #include <unistd.h>
 #include <vector>
 
-#include "cli.hpp"
-#include "floor_stream.hpp"
-#include "sock.hpp"
+#include "bench/floor_stream.hpp"
+#include "lib/base/cli.hpp"
+#include "lib/net/sock.hpp"
 
 namespace {
 
@@ -113,6 +113,22 @@ size_t recv_some(int fd, uint8_t *p, size_t n, bool busy) {
   }
 }
 
+// The answering side of rtt(): every whole request read is answered, all
+// of one read's answers in one send. Returns its thread's CPU seconds.
+double answer_requests(int fd, size_t request, size_t response, unsigned depth, bool busy, int cpu) {
+  pin(cpu);
+  const double t0 = thread_cpu_seconds();
+  std::vector<uint8_t> in(request * depth), out(response * depth, 0x5a);
+  size_t have = 0;
+  for (size_t n; (n = recv_some(fd, in.data() + have, in.size() - have, busy)) > 0;) {
+    have += n;
+    const size_t k = have / request;
+    have %= request;
+    if (k) send_exact(fd, out.data(), k * response);
+  }
+  return thread_cpu_seconds() - t0;
+}
+
 // Round trips with `depth` requests outstanding. Both sides batch as the
 // engine and the target do: every request that completes a batch of
 // answers is sent again in one send, and the answering side answers all
@@ -122,19 +138,7 @@ nlohmann::json rtt(bool mptcp, bool busy, size_t request, size_t response, unsig
                    int server_cpu, int client_cpu) {
   auto [s, c] = connected_pair(mptcp);
   double server_cpu_s = 0;
-  std::thread server([&, fd = s.get()] {
-    pin(server_cpu);
-    const double t0 = thread_cpu_seconds();
-    std::vector<uint8_t> in(request * depth), out(response * depth, 0x5a);
-    size_t have = 0;
-    for (size_t n; (n = recv_some(fd, in.data() + have, in.size() - have, busy)) > 0;) {
-      have += n;
-      const size_t k = have / request;
-      have %= request;
-      if (k) send_exact(fd, out.data(), k * response);
-    }
-    server_cpu_s = thread_cpu_seconds() - t0;
-  });
+  std::thread server([&, fd = s.get()] { server_cpu_s = answer_requests(fd, request, response, depth, busy, server_cpu); });
   pin(client_cpu);
   std::vector<uint8_t> req(request * depth, 0xa5), resp(response * depth);
   std::vector<Clock::time_point> sent(depth); // ring: send time of each outstanding request

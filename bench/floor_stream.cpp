@@ -14,7 +14,7 @@
 // more than a second into the host's orphaned sockets, and the engine run
 // after it wrote at 78-92 MiB/s instead of 110-123 (unequal paths, one
 // MPTCP connection): the next run must start on idle paths.
-#include "floor_stream.hpp"
+#include "bench/floor_stream.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -29,7 +29,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "sock.hpp"
+#include "lib/net/sock.hpp"
 
 namespace mpnvme::floor {
 namespace {

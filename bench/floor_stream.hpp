@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "paths.hpp"
-#include "sock.hpp"
+#include "lib/net/paths.hpp"
+#include "lib/net/sock.hpp"
 
 namespace mpnvme::floor {
 

@@ -13,7 +13,7 @@
 #include "fio.h"
 #include "optgroup.h"
 
-#include "mpnvme_engine.h"
+#include "engine/mpnvme_engine.h"
 
 #ifndef MPNVME_FIO_VERSION
 #error "MPNVME_FIO_VERSION must name the fio version whose headers are used"
@@ -38,9 +38,10 @@ static int check_option(unsigned int i, const char *value) {
   X(0)                                                                                                                           \
   X(1)                                                                                                                           \
   X(2)                                                                                                                           \
-  X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24)   \
-      X(25) X(26) X(27) X(28) X(29) X(30) X(31) X(32) X(33) X(34) X(35) X(36) X(37) X(38) X(39) X(40) X(41) X(42) X(43) X(44)    \
-          X(45) X(46) X(47)
+  X(3)                                                                                                                           \
+  X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25)  \
+      X(26) X(27) X(28) X(29) X(30) X(31) X(32) X(33) X(34) X(35) X(36) X(37) X(38) X(39) X(40) X(41) X(42) X(43) X(44) X(45)    \
+          X(46) X(47)
 #define CHECK_SLOT(n)                                                                                                            \
   static int check_slot_##n(void *data, const char *v) { return check_option(n, v); }
 SLOTS(CHECK_SLOT)

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine_option_table.h"
+#include "lib/config/engine_option_table.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -8,7 +8,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$root/${1:-build}" && pwd)
 engine=$build/engine/fio-mpnvme.so
-target=$build/toolkit/target/mpnvme-target
+target=$build/mpnvme-target/mpnvme-target
 lab="$root/toolkit/lab/mpnvme-lab"
 state=$(mktemp -d /tmp/mpnvme-demo.XXXXXX)
 nqn=nqn.2026-11.io.mpnvme:demo

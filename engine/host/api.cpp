@@ -5,9 +5,9 @@
 #include <exception>
 #include <openssl/crypto.h>
 
-#include "../../lib/log.hpp"
-#include "../mpnvme_engine.h"
-#include "session.hpp"
+#include "engine/host/session.hpp"
+#include "engine/mpnvme_engine.h"
+#include "lib/base/log.hpp"
 
 using mpnvme::log;
 using mpnvme::host::Session;

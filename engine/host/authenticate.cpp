@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "authenticate.hpp"
+#include "engine/host/authenticate.hpp"
 
 #include <atomic>
 #include <fmt/format.h>
 #include <stdexcept>
 #include <vector>
 
-#include "../../lib/log.hpp"
+#include "lib/base/log.hpp"
 
 namespace mpnvme::host {
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // In-band authentication of one queue right after its Connect, as the
-// Linux host does it: the DH-HMAC-CHAP transaction (lib/dhchap_host.hpp)
+// Linux host does it: the DH-HMAC-CHAP transaction (lib/auth/dhchap_host.hpp)
 // carried in Authentication Send and Receive on that queue.
 #pragma once
 #include <chrono>
 #include <string>
 
-#include "../../lib/dhchap_host.hpp"
-#include "channel.hpp"
+#include "engine/host/channel.hpp"
+#include "lib/auth/dhchap_host.hpp"
 
 namespace mpnvme::host {
 

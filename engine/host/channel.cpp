@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "channel.hpp"
+#include "engine/host/channel.hpp"
 
-#include "clock.hpp"
+#include "engine/host/clock.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -7,9 +7,9 @@
 #include <memory>
 #include <vector>
 
-#include "../../lib/byte_stream.hpp"
-#include "../../lib/sock.hpp"
-#include "queue.hpp"
+#include "engine/host/queue.hpp"
+#include "lib/net/byte_stream.hpp"
+#include "lib/net/sock.hpp"
 
 namespace mpnvme::host {
 

@@ -2,7 +2,7 @@
 // Controller: connecting the association (admin queue, enable, identify,
 // number of queues, asynchronous events, ANA) and the jobs' I/O queues, as
 // the Linux host does it. The admin thread is in controller_thread.cpp.
-#include "controller.hpp"
+#include "engine/host/controller.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -13,9 +13,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "../../lib/log.hpp"
-#include "authenticate.hpp"
-#include "secure_channel.hpp"
+#include "engine/host/authenticate.hpp"
+#include "engine/host/secure_channel.hpp"
+#include "lib/base/log.hpp"
 
 namespace mpnvme::host {
 namespace {

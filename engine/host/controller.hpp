@@ -26,18 +26,18 @@
 #include <thread>
 #include <vector>
 
-#include "../../lib/dhchap_host.hpp"
-#include "../../lib/host_identity.hpp"
-#include "../../lib/nvme.hpp"
-#include "../../lib/paths.hpp"
-#include "../../lib/priority_pairs.hpp"
-#include "../../lib/sock.hpp"
-#include "../../lib/tls_options.hpp"
-#include "ana_reads.hpp"
-#include "channel.hpp"
-#include "clock.hpp"
-#include "identify.hpp"
-#include "recovery.hpp"
+#include "engine/host/ana_reads.hpp"
+#include "engine/host/channel.hpp"
+#include "engine/host/clock.hpp"
+#include "engine/host/identify.hpp"
+#include "engine/host/recovery.hpp"
+#include "lib/auth/dhchap_host.hpp"
+#include "lib/config/host_identity.hpp"
+#include "lib/config/priority_pairs.hpp"
+#include "lib/net/paths.hpp"
+#include "lib/net/sock.hpp"
+#include "lib/tls/tls_options.hpp"
+#include "lib/wire/nvme.hpp"
 
 namespace mpnvme::host {
 

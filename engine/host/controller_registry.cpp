@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "controller_registry.hpp"
+#include "engine/host/controller_registry.hpp"
 
 #include <algorithm>
 #include <mutex>

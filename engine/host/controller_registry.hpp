@@ -6,7 +6,7 @@
 #pragma once
 #include <memory>
 
-#include "controller.hpp"
+#include "engine/host/controller.hpp"
 
 namespace mpnvme::host {
 

@@ -10,8 +10,8 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include "../../lib/log.hpp"
-#include "controller.hpp"
+#include "engine/host/controller.hpp"
+#include "lib/base/log.hpp"
 
 namespace mpnvme::host {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "disposition.hpp"
+#include "engine/host/disposition.hpp"
 
 namespace mpnvme::host {
 

@@ -5,7 +5,7 @@
 #pragma once
 #include <cstdint>
 
-#include "queue.hpp"
+#include "engine/host/queue.hpp"
 
 namespace mpnvme::host {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "fio_errno.hpp"
+#include "engine/host/fio_errno.hpp"
 
 #include <cerrno>
 

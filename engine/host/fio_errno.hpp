@@ -3,7 +3,7 @@
 // boundary's job, after the multipath layer decided that a completion is
 // final (not retried, not failed over).
 #pragma once
-#include "queue.hpp"
+#include "engine/host/queue.hpp"
 
 namespace mpnvme::host {
 

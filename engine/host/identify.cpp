@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "identify.hpp"
+#include "engine/host/identify.hpp"
 
 #include <algorithm>
 #include <cstring>

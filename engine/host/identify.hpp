@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-#include "../../lib/ana.hpp"
+#include "lib/wire/ana.hpp"
 
 namespace mpnvme::host {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "numa.hpp"
+#include "engine/host/numa.hpp"
 
 #include <arpa/inet.h>
 #include <cstring>
@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <vector>
 
-#include "../../lib/first_line.hpp"
+#include "lib/base/first_line.hpp"
 
 namespace mpnvme::host {
 

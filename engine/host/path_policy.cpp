@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "path_policy.hpp"
+#include "engine/host/path_policy.hpp"
 
 namespace mpnvme::host {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <span>
 
-#include "../../lib/engine_options.hpp"
+#include "lib/config/engine_options.hpp"
 
 namespace mpnvme::host {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "path_stats.hpp"
+#include "engine/host/path_stats.hpp"
 
 #include <bit>
 

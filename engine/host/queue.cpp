@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "queue.hpp"
+#include "engine/host/queue.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
 #include <stdexcept>
 
-#include "../../lib/log.hpp"
+#include "lib/base/log.hpp"
 
 namespace mpnvme::host {
 namespace {

@@ -18,10 +18,10 @@
 #include <sys/uio.h>
 #include <vector>
 
-#include "../../lib/nvme.hpp"
-#include "../../lib/pdu.hpp"
-#include "../../lib/send_ring.hpp"
-#include "../../lib/stream_codec.hpp"
+#include "lib/wire/nvme.hpp"
+#include "lib/wire/pdu.hpp"
+#include "lib/wire/send_ring.hpp"
+#include "lib/wire/stream_codec.hpp"
 
 namespace mpnvme::host {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "recovery.hpp"
+#include "engine/host/recovery.hpp"
 
 #include <fmt/format.h>
 

@@ -22,8 +22,8 @@
 #include <optional>
 #include <string>
 
-#include "../../lib/engine_options.hpp"
-#include "clock.hpp"
+#include "engine/host/clock.hpp"
+#include "lib/config/engine_options.hpp"
 
 namespace mpnvme::host {
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "secure_channel.hpp"
+#include "engine/host/secure_channel.hpp"
 
 #include <fmt/format.h>
 #include <poll.h>
 #include <stdexcept>
 
-#include "../../lib/ktls_stream.hpp"
-#include "../../lib/log.hpp"
-#include "../../lib/tls_stream.hpp"
+#include "lib/base/log.hpp"
+#include "lib/tls/ktls_stream.hpp"
+#include "lib/tls/tls_stream.hpp"
 
 namespace mpnvme::host {
 

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // The NVMe/TCP secure channel on a new queue socket, before its ICReq, as
 // the Linux host has tlshd do it: a TLS 1.3 handshake with the PSK
-// identity and key of tls_key= (lib/tls_options.hpp), then the records in
-// user space (lib/tls_stream.hpp) or in the kernel.
+// identity and key of tls_key= (lib/tls/tls_options.hpp), then the records in
+// user space (lib/tls/tls_stream.hpp) or in the kernel.
 #pragma once
 #include <memory>
 #include <string>
 
-#include "../../lib/byte_stream.hpp"
-#include "../../lib/sock.hpp"
-#include "../../lib/tls_options.hpp"
-#include "clock.hpp"
+#include "engine/host/clock.hpp"
+#include "lib/net/byte_stream.hpp"
+#include "lib/net/sock.hpp"
+#include "lib/tls/tls_options.hpp"
 
 namespace mpnvme::host {
 

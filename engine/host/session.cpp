@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Session: connecting a job's paths, checking that they reach one namespace,
 // and what the job reports about them at the end.
-#include "session.hpp"
+#include "engine/host/session.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -14,8 +14,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "../../lib/log.hpp"
-#include "controller_registry.hpp"
+#include "engine/host/controller_registry.hpp"
+#include "lib/base/log.hpp"
 
 namespace mpnvme::host {
 

@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "../../lib/engine_options.hpp"
-#include "../../lib/nvme.hpp"
-#include "../../lib/sock.hpp"
-#include "../mpnvme_engine.h"
-#include "controller.hpp"
-#include "numa.hpp"
-#include "path_policy.hpp"
-#include "path_stats.hpp"
+#include "engine/host/controller.hpp"
+#include "engine/host/numa.hpp"
+#include "engine/host/path_policy.hpp"
+#include "engine/host/path_stats.hpp"
+#include "engine/mpnvme_engine.h"
+#include "lib/config/engine_options.hpp"
+#include "lib/net/sock.hpp"
+#include "lib/wire/nvme.hpp"
 
 namespace mpnvme::host {
 

@@ -9,11 +9,11 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "../../lib/log.hpp"
-#include "../../lib/wire.hpp"
-#include "disposition.hpp"
-#include "fio_errno.hpp"
-#include "session.hpp"
+#include "engine/host/disposition.hpp"
+#include "engine/host/fio_errno.hpp"
+#include "engine/host/session.hpp"
+#include "lib/base/log.hpp"
+#include "lib/wire/wire.hpp"
 
 namespace mpnvme::host {
 namespace {

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <span>
 
-#include "../../lib/dhchap_host.hpp"
+#include "lib/auth/dhchap_host.hpp"
 
 using namespace mpnvme::dhchap;
 

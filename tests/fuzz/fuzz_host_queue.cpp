@@ -11,8 +11,8 @@
 #include <cstring>
 #include <vector>
 
-#include "../../engine/host/queue.hpp"
-#include "log.hpp"
+#include "engine/host/queue.hpp"
+#include "lib/base/log.hpp"
 
 using namespace mpnvme;
 using namespace mpnvme::host;

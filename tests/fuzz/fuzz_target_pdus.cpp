@@ -11,9 +11,9 @@
 #include <memory>
 #include <vector>
 
-#include "connection.hpp"
-#include "log.hpp"
-#include "wire.hpp"
+#include "lib/base/log.hpp"
+#include "lib/wire/wire.hpp"
+#include "mpnvme-target/connection.hpp"
 
 using namespace mpnvme;
 using namespace mpnvme::target;

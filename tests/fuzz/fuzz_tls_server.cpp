@@ -13,10 +13,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "ktls_stream.hpp"
-#include "log.hpp"
-#include "tls_config.hpp"
-#include "tls_stream.hpp"
+#include "lib/base/log.hpp"
+#include "lib/config/target_tls_config.hpp"
+#include "lib/tls/ktls_stream.hpp"
+#include "lib/tls/tls_stream.hpp"
 
 using namespace mpnvme;
 using namespace mpnvme::target;

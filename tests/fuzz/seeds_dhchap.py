@@ -32,7 +32,7 @@ def frame(flags, first, second):
     return bytes([flags]) + struct.pack("<H", len(first)) + first + second
 
 
-# The fuzz build's random bytes are all 0x5a (lib/dhchap_crypto.cpp): the
+# The fuzz build's random bytes are all 0x5a (lib/crypto/dhchap_crypto.cpp): the
 # host's C2 and sequence number are known, so a Success1 can carry the
 # controller's right response and the fuzzer gets past its check.
 KEY = bytes(range(32))  # the harness's DHHC-1:00 secret, for both roles

@@ -6,7 +6,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 : "${MPNVME_BUILD:?MPNVME_BUILD must point at the build directory}"
 LAB="$root/toolkit/lab/mpnvme-lab"
 ENGINE="$MPNVME_BUILD/engine/fio-mpnvme.so"
-TARGET="$MPNVME_BUILD/toolkit/target/mpnvme-target"
+TARGET="$MPNVME_BUILD/mpnvme-target/mpnvme-target"
 NQN=nqn.2026-11.io.mpnvme:integration
 lab=it$$
 work=$(mktemp -d /tmp/mpnvme-it.XXXXXX)

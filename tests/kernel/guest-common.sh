@@ -30,7 +30,7 @@ wait_for() { # REGEX TIMEOUT
 start_machine_target() {
   local log=$1
   shift
-  "$build/toolkit/target/mpnvme-target" "$@" >"$log" 2>&1 &
+  "$build/mpnvme-target/mpnvme-target" "$@" >"$log" 2>&1 &
   tpid=$!
   for _ in $(seq 50); do grep -q ready "$log" && break; kill -0 "$tpid" 2>/dev/null || break; sleep 0.1; done
   grep -q 'mpnvme-target: ready' "$log" || fail "mpnvme-target did not start"

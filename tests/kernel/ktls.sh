@@ -18,7 +18,7 @@ engine=$build/engine/fio-mpnvme.so
 # An ASan-built engine needs the sanitizer runtime preloaded into fio.
 ldd "$engine" | grep -o '/[^ ]*libasan\.so[^ ]*' >"$state/preload" || : >"$state/preload"
 MPNVME_LAB_FILES="$here/tls-keys.sh $state/preload" MPNVME_LAB_TLS=1 MPNVME_LAB_MEM=1024 \
-  MPNVME_LAB_BINARIES="$(command -v fio) $engine $build/toolkit/target/mpnvme-target" \
+  MPNVME_LAB_BINARIES="$(command -v fio) $engine $build/mpnvme-target/mpnvme-target" \
   "$here/lab.sh" start "$state" "$here/ktls.setup.sh" || fail "guest did not boot"
 wait_for 'KTLS done' 300
 console | grep -a '^KTLS'

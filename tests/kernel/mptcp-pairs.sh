@@ -44,7 +44,7 @@ echo "$preload" >"$state/preload"
 printf %s "${MPNVME_PAIRS_ONLY:-}" >"$state/only"
 bins=""
 for b in bash ip tc ss nstat nft ethtool jq fio; do bins+=" $(command -v $b)"; done
-bins+=" $engine $build/toolkit/target/mpnvme-target $build/toolkit/nvmet/mpnvme-nvmet $build/toolkit/iopolicy/mpnvme-iopolicy"
+bins+=" $engine $build/mpnvme-target/mpnvme-target $build/toolkit/nvmet/mpnvme-nvmet $build/toolkit/iopolicy/mpnvme-iopolicy"
 ip netns add "$ns" && ip netns exec "$ns" ip link set lo up || fail "cannot create network namespace"
 # Everything runs inside the guest; its user network sits in a namespace
 # of its own.

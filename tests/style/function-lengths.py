@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-only
-"""No function in lib/, engine/ or toolkit/ longer than 80 lines (STYLE.md:
+"""No function in lib/, the roles, toolkit/ or bench/ longer than 80 lines (
 split by what the code is about). Functions are found as clang-format lays
 them out: a definition's header ends with '{' at column 0 nesting (namespace
 scope), its body ends with the matching '}' at column 0. Lines are counted
@@ -16,7 +16,7 @@ root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__)
 # the parameters onto indented lines).
 START = re.compile(r"^(?!namespace|extern|struct|class|enum|union|static_assert|template|using|#)[A-Za-z_][^;]*\(")
 bad = []
-for path in sorted(p for d in ("lib", "engine", "toolkit") for p in (root / d).rglob("*") if p.suffix in (".c", ".cpp", ".hpp", ".h")):
+for path in sorted(p for d in ("lib", "engine", "mpnvme-target", "toolkit", "bench") for p in (root / d).rglob("*") if p.suffix in (".c", ".cpp", ".hpp", ".h")):
     lines = path.read_text().splitlines()
     i = 0
     while i < len(lines):

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "cmocka_cxx.hpp"
+#include "tests/unit/cmocka_cxx.hpp"
 
 // `parse(text, option)` must throw std::invalid_argument starting with
 // "OPTION: " and containing `expect`, without the text's `key_at`.. key

@@ -8,11 +8,11 @@
 #include <cstring>
 #include <string>
 
-#include "../../lib/dhchap_controller.hpp"
-#include "../../lib/dhchap_host.hpp"
-#include "../../toolkit/target/auth_backoff.hpp"
-#include "cmocka_cxx.hpp"
-#include "key_refusal.hpp"
+#include "lib/auth/dhchap_controller.hpp"
+#include "lib/auth/dhchap_host.hpp"
+#include "mpnvme-target/auth_backoff.hpp"
+#include "tests/unit/cmocka_cxx.hpp"
+#include "tests/unit/key_refusal.hpp"
 
 using namespace mpnvme;
 using namespace mpnvme::dhchap;

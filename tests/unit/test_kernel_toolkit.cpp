@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "cmocka_cxx.hpp"
-#include "connect_options.hpp"
-#include "job_engine_options.hpp"
-#include "mptcp_sockets.hpp"
+#include "lib/config/job_engine_options.hpp"
+#include "tests/unit/cmocka_cxx.hpp"
+#include "toolkit/common/mptcp_sockets.hpp"
+#include "toolkit/nvmet/connect_options.hpp"
 
 using namespace mpnvme;
 using namespace mpnvme::toolkit;

@@ -10,8 +10,8 @@
 #include <set>
 #include <sstream>
 
-#include "cmocka_cxx.hpp"
-#include "engine_options.hpp"
+#include "lib/config/engine_options.hpp"
+#include "tests/unit/cmocka_cxx.hpp"
 
 namespace {
 

@@ -8,11 +8,11 @@
 #include <nvme/types.h>
 #include <vector>
 
-#include "../../engine/host/disposition.hpp"
-#include "../../engine/host/identify.hpp"
-#include "../../engine/host/path_policy.hpp"
-#include "../../engine/host/path_stats.hpp"
-#include "cmocka_cxx.hpp"
+#include "engine/host/disposition.hpp"
+#include "engine/host/identify.hpp"
+#include "engine/host/path_policy.hpp"
+#include "engine/host/path_stats.hpp"
+#include "tests/unit/cmocka_cxx.hpp"
 
 using namespace mpnvme;
 using namespace mpnvme::host;

@@ -5,11 +5,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "cmocka_cxx.hpp"
-#include "engine_options.hpp"
-#include "host_identity.hpp"
-#include "paths.hpp"
-#include "priority_pairs.hpp"
+#include "lib/config/engine_options.hpp"
+#include "lib/config/host_identity.hpp"
+#include "lib/config/priority_pairs.hpp"
+#include "lib/net/paths.hpp"
+#include "tests/unit/cmocka_cxx.hpp"
 
 using namespace mpnvme;
 

@@ -2,10 +2,10 @@
 // PDU encode/decode round trips and every header validation rule.
 #include <cstring>
 
-#include "cmocka_cxx.hpp"
-#include "crc32c.hpp"
-#include "pdu.hpp"
-#include "wire.hpp"
+#include "lib/wire/crc32c.hpp"
+#include "lib/wire/pdu.hpp"
+#include "lib/wire/wire.hpp"
+#include "tests/unit/cmocka_cxx.hpp"
 
 using namespace mpnvme;
 using namespace mpnvme::pdu;

@@ -10,11 +10,11 @@
 #include <unistd.h>
 #include <vector>
 
-#include "../../engine/host/channel.hpp"
-#include "../../engine/host/fio_errno.hpp"
-#include "cmocka_cxx.hpp"
-#include "crc32c.hpp"
-#include "wire.hpp"
+#include "engine/host/channel.hpp"
+#include "engine/host/fio_errno.hpp"
+#include "lib/wire/crc32c.hpp"
+#include "lib/wire/wire.hpp"
+#include "tests/unit/cmocka_cxx.hpp"
 
 using namespace mpnvme;
 using namespace mpnvme::host;

@@ -7,9 +7,9 @@
 #include <atomic>
 #include <cstring>
 
-#include "../../engine/host/ana_reads.hpp"
-#include "../../engine/host/recovery.hpp"
-#include "cmocka_cxx.hpp"
+#include "engine/host/ana_reads.hpp"
+#include "engine/host/recovery.hpp"
+#include "tests/unit/cmocka_cxx.hpp"
 
 using namespace mpnvme;
 using namespace mpnvme::host;

@@ -9,9 +9,9 @@
 #include <string>
 #include <unistd.h>
 
-#include "cmocka_cxx.hpp"
-#include "config.hpp"
-#include "jobfile.hpp"
+#include "lib/config/jobfile.hpp"
+#include "lib/config/target_config.hpp"
+#include "tests/unit/cmocka_cxx.hpp"
 
 using namespace mpnvme;
 using namespace mpnvme::target;

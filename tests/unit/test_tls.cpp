@@ -15,12 +15,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../lib/dhchap_secret.hpp"
-#include "../../lib/ktls_stream.hpp"
-#include "../../lib/tls_psk.hpp"
-#include "../../lib/tls_stream.hpp"
-#include "cmocka_cxx.hpp"
-#include "key_refusal.hpp"
+#include "lib/auth/dhchap_secret.hpp"
+#include "lib/tls/ktls_stream.hpp"
+#include "lib/tls/tls_psk.hpp"
+#include "lib/tls/tls_stream.hpp"
+#include "tests/unit/cmocka_cxx.hpp"
+#include "tests/unit/key_refusal.hpp"
 
 using namespace mpnvme;
 using namespace mpnvme::tls;

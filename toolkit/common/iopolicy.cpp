@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "iopolicy.hpp"
+#include "toolkit/common/iopolicy.hpp"
 
 #include <cerrno>
 #include <cstring>

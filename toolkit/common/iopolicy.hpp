@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "engine_options.hpp" // kernel_iopolicy_names()
-#include "topology.hpp"
+#include "lib/config/engine_options.hpp" // kernel_iopolicy_names()
+#include "toolkit/common/topology.hpp"
 
 namespace mpnvme::toolkit {
 

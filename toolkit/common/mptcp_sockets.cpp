@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "mptcp_sockets.hpp"
+#include "toolkit/common/mptcp_sockets.hpp"
 
 #include <algorithm>
 #include <arpa/inet.h>

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "topology.hpp"
+#include "toolkit/common/topology.hpp"
 
-#include "first_line.hpp"
-#include "mptcp_sockets.hpp"
+#include "lib/base/first_line.hpp"
+#include "toolkit/common/mptcp_sockets.hpp"
 
 #include <cstdlib>
 #include <fstream>

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "first_line.hpp"
+#include "lib/base/first_line.hpp"
 
 namespace mpnvme::toolkit {
 

@@ -5,8 +5,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "cli.hpp"
-#include "iopolicy.hpp"
+#include "lib/base/cli.hpp"
+#include "toolkit/common/iopolicy.hpp"
 
 using namespace mpnvme::toolkit;
 using mpnvme::read_first_line;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "configfs.hpp"
+#include "toolkit/nvmet/configfs.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "topology.hpp"
+#include "toolkit/common/topology.hpp"
 
 namespace mpnvme::toolkit {
 

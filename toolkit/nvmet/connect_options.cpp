@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "connect_options.hpp"
+#include "toolkit/nvmet/connect_options.hpp"
 
 #include <algorithm>
 #include <cmath>

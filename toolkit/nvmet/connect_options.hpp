@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "engine_options.hpp"
-#include "host.hpp"
-#include "jobfile.hpp"
+#include "lib/config/engine_options.hpp"
+#include "lib/config/jobfile.hpp"
+#include "toolkit/nvmet/host.hpp"
 
 namespace mpnvme::toolkit {
 

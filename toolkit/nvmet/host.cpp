@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "host.hpp"
+#include "toolkit/nvmet/host.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -13,9 +13,9 @@
 #include <thread>
 #include <unistd.h>
 
-#include "iopolicy.hpp"
-#include "mptcp_sockets.hpp"
-#include "topology.hpp"
+#include "toolkit/common/iopolicy.hpp"
+#include "toolkit/common/mptcp_sockets.hpp"
+#include "toolkit/common/topology.hpp"
 
 extern "C" {
 #include <nvme/fabrics.h>

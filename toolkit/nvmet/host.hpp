@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "paths.hpp"
+#include "lib/net/paths.hpp"
 
 namespace mpnvme::toolkit {
 

@@ -13,15 +13,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.hpp"
-#include "configfs.hpp"
-#include "connect_options.hpp"
-#include "host.hpp"
-#include "iopolicy.hpp"
-#include "job_engine_options.hpp"
-#include "json_error.hpp"
-#include "nvmet.hpp"
-#include "tls_keyring.hpp"
+#include "lib/base/cli.hpp"
+#include "lib/base/json_error.hpp"
+#include "lib/config/job_engine_options.hpp"
+#include "toolkit/common/iopolicy.hpp"
+#include "toolkit/nvmet/configfs.hpp"
+#include "toolkit/nvmet/connect_options.hpp"
+#include "toolkit/nvmet/host.hpp"
+#include "toolkit/nvmet/nvmet.hpp"
+#include "toolkit/nvmet/tls_keyring.hpp"
 
 using namespace mpnvme;
 using namespace mpnvme::toolkit;

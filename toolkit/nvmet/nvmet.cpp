@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "nvmet.hpp"
+#include "toolkit/nvmet/nvmet.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -13,10 +13,10 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
-#include "configfs.hpp"
-#include "dhchap_secret.hpp"
-#include "host_identity.hpp"
-#include "tls_keyring.hpp"
+#include "lib/auth/dhchap_secret.hpp"
+#include "lib/config/host_identity.hpp"
+#include "toolkit/nvmet/configfs.hpp"
+#include "toolkit/nvmet/tls_keyring.hpp"
 
 namespace mpnvme::toolkit {
 namespace fs = std::filesystem;

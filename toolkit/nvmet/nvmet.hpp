@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
+#include "lib/config/target_config.hpp"
 
 namespace mpnvme::toolkit {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "tls_keyring.hpp"
+#include "toolkit/nvmet/tls_keyring.hpp"
 
 #include <cerrno>
 #include <cstring>

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "tls_psk.hpp"
+#include "lib/tls/tls_psk.hpp"
 
 namespace mpnvme::toolkit {
 

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "lib/config/target_auth_config.hpp"
+
+#include <fmt/format.h>
+
+#include "lib/base/log.hpp"
+#include <stdexcept>
+
+namespace mpnvme::target {
+
+namespace {
+
+using namespace dhchap;
+
+// SECRET or @FILE; `what` names the source in messages.
+Secret secret_or_file(const std::string &v, const std::string &what) {
+  if (!v.empty() && v[0] == '@') return read_secret_file(v.substr(1), what);
+  return parse_secret(v, what);
+}
+
+} // namespace
+
+std::pair<std::string, std::string> host_value(const std::string &arg, const char *option) {
+  const size_t eq = arg.find('=');
+  if (eq == 0 || eq == std::string::npos || eq + 1 == arg.size())
+    throw std::invalid_argument(fmt::format("{}: expected HOSTNQN=SECRET or HOSTNQN=@FILE", option));
+  return {arg.substr(0, eq), arg.substr(eq + 1)};
+}
+
+void add_cli_auth(HostAuth &auth, const AuthOptions &o) {
+  const auto hashes = parse_hash_list(o.hashes, "--dhchap-hash");
+  const auto groups = parse_dhgroup_list(o.groups, "--dhchap-dhgroup");
+  for (const std::string &k : o.keys) {
+    auto [host, v] = host_value(k, "--dhchap-key");
+    ControllerAuthConfig &a = auth[host];
+    a.host_key = secret_or_file(v, fmt::format("--dhchap-key for {}", host));
+    a.hashes = hashes;
+    a.groups = groups;
+  }
+  for (const std::string &k : o.ctrl_keys) {
+    auto [host, v] = host_value(k, "--dhchap-ctrl-key");
+    auto it = auth.find(host);
+    if (it == auth.end())
+      throw std::invalid_argument(fmt::format("--dhchap-ctrl-key for {}: needs a --dhchap-key for that host", host));
+    it->second.ctrl_key = secret_or_file(v, fmt::format("--dhchap-ctrl-key for {}", host));
+  }
+}
+
+void add_json_hosts(HostAuth &auth, const nlohmann::json &hosts, const std::string &where) {
+  for (size_t i = 0; i < hosts.size(); i++) {
+    const nlohmann::json &h = hosts[i];
+    const std::string at = fmt::format("{}: hosts[{}]", where, i);
+    if (!h.is_object() || !h.contains("nqn") || !h["nqn"].is_string()) throw std::runtime_error(at + ".nqn: required");
+    const std::string nqn = h["nqn"].get<std::string>();
+    const auto str = [&](const char *k) { return h.contains(k) && h[k].is_string() ? h[k].get<std::string>() : std::string(); };
+    if (str("dhchap_key").empty()) {
+      if (!str("dhchap_ctrl_key").empty()) throw std::runtime_error(at + ".dhchap_ctrl_key: needs dhchap_key");
+      continue; // a host without a key: on an allow-list, not authenticated
+    }
+    ControllerAuthConfig &a = auth[nqn];
+    a.host_key = secret_or_file(str("dhchap_key"), at + ".dhchap_key");
+    if (!str("dhchap_ctrl_key").empty()) a.ctrl_key = secret_or_file(str("dhchap_ctrl_key"), at + ".dhchap_ctrl_key");
+    a.hashes = parse_hash_list(str("dhchap_hash"), at + ".dhchap_hash");
+    a.groups = parse_dhgroup_list(str("dhchap_dhgroup"), at + ".dhchap_dhgroup");
+  }
+}
+
+} // namespace mpnvme::target

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// mpnvme-target's DH-HMAC-CHAP configuration: which hosts must
+// authenticate, with which keys, hashes and groups. From the command line
+// (--dhchap-key HOSTNQN=SECRET|@FILE ...), from the JSON configuration's
+// hosts (nvmet's attribute names) and from a job's dhchap_* options.
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "lib/auth/dhchap_controller.hpp"
+
+namespace mpnvme::target {
+
+using HostAuth = std::map<std::string, dhchap::ControllerAuthConfig>; // host NQN -> what it must prove
+
+struct AuthOptions {
+  std::vector<std::string> keys, ctrl_keys; // HOSTNQN=SECRET or HOSTNQN=@FILE
+  std::string hashes, groups;               // allowed lists, comma-separated ("" = all)
+};
+
+// HOSTNQN=VALUE (the per-host key options), split; throws naming `option`.
+std::pair<std::string, std::string> host_value(const std::string &arg, const char *option);
+
+// The command line's: each key names its host; a controller key needs
+// that host's key. Throws std::invalid_argument naming the option, never
+// showing a secret.
+void add_cli_auth(HostAuth &auth, const AuthOptions &o);
+// JSON "hosts": [{"nqn": ..., "dhchap_key": ..., "dhchap_ctrl_key": ...,
+// "dhchap_hash": ..., "dhchap_dhgroup": ...}]; `where` names the file.
+void add_json_hosts(HostAuth &auth, const nlohmann::json &hosts, const std::string &where);
+
+} // namespace mpnvme::target

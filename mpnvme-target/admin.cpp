@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Connection: the admin commands the Linux host relies on (Identify, Get
+// and Set Features, Keep Alive, Abort, Asynchronous Event Request).
+#include <algorithm>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "lib/base/log.hpp"
+#include "lib/wire/wire.hpp"
+#include "mpnvme-target/connection.hpp"
+
+namespace mpnvme::target {
+using namespace nvme;
+
+void Connection::exec_admin(Cmd &c, uint16_t slot) {
+  switch (c.sqe.opcode()) {
+  case kAdminIdentify: return identify(c, slot);
+  case kAdminGetLogPage: return get_log_page(c, slot);
+  case kAdminSetFeatures: return features(c, slot, true);
+  case kAdminGetFeatures: return features(c, slot, false);
+  case kAdminKeepAlive: ctrl_->touch(); return complete(slot, 0);
+  case kAdminAbort: return complete(slot, 0, 1); // dword 0 bit 0: the command was not aborted
+  case kAdminAsyncEvent: {
+    {
+      std::lock_guard lk(ctrl_->mu);
+      if (ctrl_->aer_cids.size() >= kAerLimit)
+        return refuse(slot, kStatusAerLimit, fmt::format("more than {} Asynchronous Event Requests outstanding", kAerLimit));
+      c.aer = true; // parked until an event; deliver_aens completes it
+      ctrl_->aer_cids.push_back(slot);
+    }
+    return deliver_aens();
+  }
+  default: return refuse(slot, kStatusInvalidOpcode, fmt::format("admin opcode {:#04x} is not supported", c.sqe.opcode()));
+  }
+}
+
+void Connection::identify(Cmd &c, uint16_t slot) {
+  const uint8_t cns = c.sqe.cdw(10) & 0xff;
+  if (!ensure_buf(c, kIdentifyLen)) return complete(slot, kStatusInternal);
+  std::memset(c.buf, 0, kIdentifyLen);
+  switch (cns) {
+  case kCnsController: return identify_controller(c, slot);
+  case kCnsNamespace: return identify_namespace(c, slot);
+  case kCnsActiveNsList: return identify_active_ns_list(c, slot);
+  case kCnsNsDescList: return identify_ns_descriptors(c, slot);
+  case kCnsCsiNamespace:
+  case kCnsCsiController: return identify_nvm_command_set(c, slot);
+  default: return refuse(slot, kStatusInvalidField, fmt::format("Identify CNS {:#x} is not supported", cns));
+  }
+}
+
+// CNS 01h. Field layout from libnvme's struct nvme_id_ctrl (little-endian host).
+void Connection::identify_controller(Cmd &c, uint16_t slot) {
+  const Subsystem &sub = ctrl_->subsys;
+  const TargetConfig &cfg = reg_.config();
+  auto *id = reinterpret_cast<nvme_id_ctrl *>(c.buf);
+  id->vid = id->ssvid = 0x1d1d; // PCI vendor id fields: unassigned for fabrics
+  put_padded(reinterpret_cast<uint8_t *>(id->sn), sizeof id->sn, sub.cfg.serial);
+  put_padded(reinterpret_cast<uint8_t *>(id->mn), sizeof id->mn, sub.cfg.model);
+  put_padded(reinterpret_cast<uint8_t *>(id->fr), sizeof id->fr, MPNVME_VERSION);
+  id->rab = 6;
+  id->cmic = sub.discovery ? 0 : 0x0b; // multi-port, multi-controller, ANA reporting
+  id->mdts = cfg.mdts;
+  id->cntlid = ctrl_->cntlid;
+  id->ver = kNvmeVersion;
+  id->oaes = sub.discovery ? 1u << 31 : 1u << 11; // discovery log / ANA change notices
+  id->ctratt = 1;                                 // 128-bit host identifier
+  id->cntrltype = sub.discovery ? 2 : 1;          // discovery / I/O controller
+  id->acl = 3;
+  id->aerl = kAerLimit - 1;
+  id->frmw = 0x3; // one slot, read only
+  id->lpa = 0x6;  // command effects log, extended data for Get Log Page
+  id->kas = 10;   // keep alive granularity 1 s
+  if (!sub.discovery) {
+    id->anatt = 10;
+    id->anacap = 0x5f; // all states reported, ANAGRPID does not change
+    id->anagrpmax = id->nanagrpid = kMaxAnaGroups;
+  }
+  id->sqes = 0x66;
+  id->cqes = 0x44;
+  id->maxcmd = static_cast<uint16_t>(cfg.queue_entries);
+  uint32_t nn = 0;
+  for (auto &[id_, ns] : sub.namespaces)
+    nn = std::max(nn, id_);
+  id->nn = id->mnan = sub.discovery ? 0 : std::max(nn, 1u);
+  id->oncs = sub.discovery ? 0 : (NVME_CTRL_ONCS_DSM | NVME_CTRL_ONCS_WRITE_ZEROES);
+  id->vwc = sub.discovery ? 0 : 1; // Flush matters for file namespaces
+  id->sgls = 1u | (1u << 20);      // SGLs supported, address used as offset
+  std::memcpy(id->subnqn, sub.cfg.nqn.data(), std::min<size_t>(sub.cfg.nqn.size(), sizeof id->subnqn - 1));
+  id->ioccsz = (64 + port_.cfg.inline_data_size) / 16;
+  id->iorcsz = 1;
+  id->icdoff = 0;
+  id->fcatt = 0; // dynamic controller model
+  id->msdbd = 1;
+  id->psd[0].mp = 0x9c4; // 25 W
+  return_data(c, slot, kIdentifyLen);
+}
+
+// CNS 00h: an inactive namespace id reads as zeroes, as nvmet answers.
+void Connection::identify_namespace(Cmd &c, uint16_t slot) {
+  const Subsystem &sub = ctrl_->subsys;
+  const uint32_t nsid = c.sqe.nsid();
+  if (sub.discovery) return refuse(slot, kStatusInvalidOpcode, "Identify Namespace on a discovery controller");
+  auto it = sub.namespaces.find(nsid);
+  if (it == sub.namespaces.end()) {
+    if (nsid == 0 || nsid == 0xffffffff) return refuse(slot, kStatusInvalidNs, fmt::format("Identify Namespace {:#x}", nsid));
+    return return_data(c, slot, kIdentifyLen);
+  }
+  const Namespace &ns = it->second;
+  auto *id = reinterpret_cast<nvme_id_ns *>(c.buf);
+  id->nsze = id->ncap = id->nuse = ns.backend->blocks();
+  id->nlbaf = 0; // one format (0's based)
+  id->flbas = 0;
+  id->nmic = 1;                                               // may be shared by controllers
+  id->dlfeat = ns.backend->kind() == Backing::File ? 0 : 0x9; // deallocated blocks read as zeroes
+  id->anagrpid = ns.cfg.anagrpid;
+  std::memcpy(id->nguid, ns.cfg.nguid.data(), sizeof id->nguid);
+  id->lbaf[0].ds = ns.cfg.lba == 4096 ? 12 : 9;
+  return_data(c, slot, kIdentifyLen);
+}
+
+// CNS 02h: active namespace ids above NSID, ascending.
+void Connection::identify_active_ns_list(Cmd &c, uint16_t slot) {
+  size_t n = 0;
+  for (auto &[id, ns] : ctrl_->subsys.namespaces)
+    if (id > c.sqe.nsid() && n < 1024) wire::put32(c.buf, 4 * n++, id);
+  return_data(c, slot, kIdentifyLen);
+}
+
+// CNS 03h: NGUID, UUID and command set of a namespace (Linux multipath
+// matches namespaces across controllers by them).
+void Connection::identify_ns_descriptors(Cmd &c, uint16_t slot) {
+  const uint32_t nsid = c.sqe.nsid();
+  auto it = ctrl_->subsys.namespaces.find(nsid);
+  if (it == ctrl_->subsys.namespaces.end())
+    return refuse(slot, kStatusInvalidNs, fmt::format("descriptor list of namespace {:#x}", nsid));
+  uint8_t *b = c.buf;
+  size_t o = 0;
+  b[o] = NVME_NIDT_NGUID, b[o + 1] = NVME_NIDT_NGUID_LEN;
+  std::memcpy(b + o + 4, it->second.cfg.nguid.data(), 16);
+  o += 20;
+  b[o] = NVME_NIDT_UUID, b[o + 1] = NVME_NIDT_UUID_LEN;
+  std::memcpy(b + o + 4, it->second.cfg.uuid.data(), 16);
+  o += 20;
+  b[o] = NVME_NIDT_CSI, b[o + 1] = NVME_NIDT_CSI_LEN;
+  b[o + 4] = kCsiNvm;
+  return_data(c, slot, kIdentifyLen);
+}
+
+// CNS 05h/06h: what a host that enabled with CC.CSS 110b may ask: the NVM
+// command set's own structures, which hold nothing we need to report (no
+// protection information, no extra limits), as nvmet answers.
+void Connection::identify_nvm_command_set(Cmd &c, uint16_t slot) {
+  const uint8_t cns = c.sqe.cdw(10) & 0xff;
+  const uint8_t csi = c.sqe.cdw(11) >> 24;
+  if (csi != kCsiNvm) return refuse(slot, kStatusInvalidField, fmt::format("Identify CNS {:#x} for command set {}", cns, csi));
+  if (cns == kCnsCsiNamespace && !ctrl_->subsys.namespaces.count(c.sqe.nsid()))
+    return refuse(slot, kStatusInvalidNs, fmt::format("NVM Identify Namespace {:#x}", c.sqe.nsid()));
+  return_data(c, slot, kIdentifyLen);
+}
+
+void Connection::features(Cmd &c, uint16_t slot, bool set) {
+  const uint8_t fid = c.sqe.cdw(10) & 0xff;
+  const uint32_t v = c.sqe.cdw(11);
+  std::lock_guard lk(ctrl_->mu);
+  switch (fid) {
+  case kFeatNumQueues: {
+    // As nvmet: every controller may use the target's maximum, whatever the
+    // host asked for; the Linux host takes the smaller of the two.
+    if (set && ((v & 0xffff) == 0xffff || (v >> 16) == 0xffff))
+      return refuse(slot, kStatusInvalidField, "Number of Queues of 65536 (0xffff, 0's based)");
+    const uint32_t g = reg_.config().max_io_queues - 1;
+    return complete(slot, 0, g | g << 16);
+  }
+  case kFeatKeepAlive:
+    if (set) ctrl_->kato_ms = v;
+    return complete(slot, 0, ctrl_->kato_ms);
+  case kFeatAsyncEvent:
+    if (set) ctrl_->aen_config = v;
+    return complete(slot, 0, ctrl_->aen_config);
+  case kFeatVolatileWc: return complete(slot, 0, 1); // enabled
+  case kFeatHostId: {
+    if (set) return refuse(slot, kStatusSeqError, "Set Features Host Identifier after Connect (nvmet refuses it too)");
+    if (!ensure_buf(c, 16)) return complete(slot, kStatusInternal);
+    std::memcpy(c.buf, ctrl_->hostid.data(), 16);
+    return return_data(c, slot, 16);
+  }
+  case kFeatArbitration:
+  case kFeatPowerMgmt:
+  case kFeatTempThresh:
+  case kFeatErrRecovery:
+  case kFeatIrqCoalesce: return complete(slot, 0, 0);
+  default: return refuse(slot, kStatusInvalidField, fmt::format("{} Features of feature {:#04x}", set ? "Set" : "Get", fid));
+  }
+}
+
+// Complete parked Async Event Requests with pending events (ANA changes).
+void Connection::deliver_aens() {
+  if (!ctrl_ || qid_ != 0) return;
+  std::vector<std::pair<uint16_t, uint32_t>> ready;
+  {
+    std::lock_guard lk(ctrl_->mu);
+    while (!ctrl_->aen_events.empty() && !ctrl_->aer_cids.empty()) {
+      const uint32_t ev = ctrl_->aen_events.front();
+      ctrl_->aen_events.pop_front();
+      if (ev == kAenAnaChange && !(ctrl_->aen_config & (1u << 11))) continue; // host did not ask for ANA notices
+      ready.emplace_back(ctrl_->aer_cids.front(), ev);
+      ctrl_->aer_cids.pop_front();
+    }
+  }
+  for (auto [slot, ev] : ready) {
+    cmds_[slot].aer = false;
+    complete(slot, 0, ev);
+  }
+}
+
+} // namespace mpnvme::target

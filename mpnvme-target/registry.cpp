@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "mpnvme-target/registry.hpp"
+
+#include <fmt/format.h>
+#include <stdexcept>
+
+#include "lib/base/log.hpp"
+
+namespace mpnvme::target {
+
+const char *const kDiscoveryNqn = "nqn.2014-08.org.nvmexpress.discovery";
+
+bool Subsystem::host_allowed(const std::string &hostnqn) const {
+  if (cfg.allow_any_host) return true;
+  for (const auto &h : cfg.allowed_hosts)
+    if (h == hostnqn) return true;
+  return false;
+}
+
+PortState::PortState(PortConfig c) : cfg(std::move(c)) {
+  for (auto &a : ana_)
+    a.store(AnaState::Optimized, std::memory_order_relaxed);
+  for (const auto &[grp, st] : cfg.ana)
+    if (grp >= 1 && grp <= kMaxAnaGroups) {
+      ana_[grp].store(st, std::memory_order_relaxed);
+      named_[grp].store(true, std::memory_order_relaxed);
+    }
+}
+
+AnaState PortState::ana(uint32_t grp) const {
+  return grp >= 1 && grp <= kMaxAnaGroups ? ana_[grp].load(std::memory_order_acquire) : AnaState::Optimized;
+}
+
+void PortState::set_ana(uint32_t grp, AnaState s) {
+  if (grp < 1 || grp > kMaxAnaGroups) throw std::invalid_argument(fmt::format("ANA group {}: not 1..{}", grp, kMaxAnaGroups));
+  named_[grp].store(true, std::memory_order_relaxed);
+  ana_[grp].store(s, std::memory_order_release);
+  chgcnt_++;
+}
+
+std::map<uint32_t, AnaState> PortState::ana_groups() const {
+  std::map<uint32_t, AnaState> out;
+  for (uint32_t g = 1; g <= kMaxAnaGroups; g++)
+    if (named_[g].load(std::memory_order_relaxed)) out[g] = ana(g);
+  return out;
+}
+
+bool PortState::serves(const std::string &nqn) const {
+  if (cfg.subsystems.empty() || nqn == kDiscoveryNqn) return true;
+  for (const auto &s : cfg.subsystems)
+    if (s == nqn) return true;
+  return false;
+}
+
+TargetController::TargetController(uint16_t id, Subsystem &s, PortState &p, std::string host, std::array<uint8_t, 16> hid,
+                                   uint32_t kato)
+    : cntlid(id), subsys(s), port(p), hostnqn(std::move(host)), hostid(hid), kato_ms(kato) {
+  touch();
+}
+
+void TargetController::touch() {
+  last_activity_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+bool TargetController::kato_expired(std::chrono::steady_clock::time_point now) const {
+  if (!kato_ms) return false;
+  const auto last = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(last_activity_ns.load()));
+  return now - last > std::chrono::milliseconds(kato_ms);
+}
+
+Registry::Registry(const TargetConfig &cfg) : cfg_(cfg) {
+  for (const auto &sc : cfg.subsystems) {
+    Subsystem s;
+    s.cfg = sc;
+    for (const auto &nc : sc.namespaces) {
+      if (!nc.enable) continue;
+      Namespace ns{nc, Backend::open(nc)};
+      log().info("subsystem {} namespace {}: {} ({} blocks of {} bytes)", sc.nqn, nc.nsid, nc.spec(), ns.backend->blocks(),
+                 nc.lba);
+      s.namespaces.emplace(nc.nsid, std::move(ns));
+    }
+    subsystems_.emplace(sc.nqn, std::move(s));
+  }
+  Subsystem disc;
+  disc.cfg.nqn = kDiscoveryNqn;
+  disc.cfg.model = "mpnvme-target discovery";
+  disc.cfg.serial = "discovery";
+  disc.discovery = true;
+  if (cfg.discovery) subsystems_.emplace(kDiscoveryNqn, std::move(disc));
+  for (const auto &p : cfg.ports) {
+    ports_.push_back(std::make_unique<PortState>(p));
+    counters_[p.id];
+  }
+}
+
+Subsystem *Registry::find_subsystem(const std::string &nqn) {
+  auto it = subsystems_.find(nqn);
+  return it == subsystems_.end() ? nullptr : &it->second;
+}
+
+PortState *Registry::port(uint16_t id) {
+  for (auto &p : ports_)
+    if (p->cfg.id == id) return p.get();
+  return nullptr;
+}
+
+std::shared_ptr<TargetController> Registry::create_controller(Subsystem &s, PortState &p, const std::string &hostnqn,
+                                                              const std::array<uint8_t, 16> &hostid, uint32_t kato_ms) {
+  std::lock_guard lk(mu_);
+  // cntlid 1..0xffef, skipping ids still in use.
+  for (int tries = 0; tries < 0xffef; tries++) {
+    const uint16_t id = next_cntlid_;
+    next_cntlid_ = next_cntlid_ >= 0xffef ? 1 : static_cast<uint16_t>(next_cntlid_ + 1);
+    auto key = std::make_pair(static_cast<const Subsystem *>(&s), id);
+    auto it = controllers_.find(key);
+    if (it != controllers_.end() && !it->second.expired()) continue;
+    auto c = std::make_shared<TargetController>(id, s, p, hostnqn, hostid, kato_ms);
+    controllers_[key] = c;
+    return c;
+  }
+  return nullptr;
+}
+
+std::shared_ptr<TargetController> Registry::find_controller(Subsystem &s, uint16_t cntlid) {
+  std::lock_guard lk(mu_);
+  auto it = controllers_.find({&s, cntlid});
+  return it == controllers_.end() ? nullptr : it->second.lock();
+}
+
+void Registry::remove_controller(TargetController &c) {
+  std::lock_guard lk(mu_);
+  controllers_.erase({&c.subsys, c.cntlid});
+}
+
+void Registry::set_ana(uint16_t port_id, uint32_t grp, AnaState st) {
+  PortState *p = port(port_id);
+  if (!p) throw std::invalid_argument(fmt::format("no port {}", port_id));
+  p->set_ana(grp, st);
+  log().info("port {} ANA group {}: {}", port_id, grp, ana_state_name(st));
+  {
+    std::lock_guard lk(mu_);
+    for (auto &[key, weak] : controllers_) {
+      auto c = weak.lock();
+      if (!c || &c->port != p || c->subsys.discovery) continue;
+      std::lock_guard clk(c->mu);
+      c->aen_events.push_back(kAenAnaChange);
+    }
+  }
+  if (wake_) wake_();
+}
+
+} // namespace mpnvme::target
