@@ -193,7 +193,7 @@ void Connection::handle_capsule(const uint8_t *h, const pdu::Common &c) {
   port_counters_.commands++;
   if (sqsize_) sqhd_ = static_cast<uint16_t>((sqhd_ + 1) % sqsize_);
 
-  const uint32_t incapsule = c.pdo ? c.plen - c.pdo - (rx_.digests().data ? 4u : 0u) : 0;
+  const uint32_t incapsule = c.pdo ? c.plen - c.pdo - pdu::ddgst_len(rx_.digests().data) : 0;
   if (incapsule) {
     // Data inside the capsule: the SGL must describe exactly it, at offset 0.
     if (cmd.sqe.sgl_type() != nvme::kSglDataBlockOffset || cmd.sqe.sgl_len() != incapsule || cmd.sqe.sgl_addr() != 0) {
@@ -220,7 +220,7 @@ void Connection::handle_h2c_data(const uint8_t *h, const pdu::Common &c) {
     return;
   }
   Cmd &cmd = cmds_[d.ttag];
-  const uint32_t datal = c.plen - c.pdo - (rx_.digests().data ? 4u : 0u);
+  const uint32_t datal = c.plen - c.pdo - pdu::ddgst_len(rx_.digests().data);
   if (d.datal != datal) return rx_.protocol_error(pdu::Fes::InvalidHeaderField, "datal does not match plen", h, c.hlen, 16);
   if (d.datao != cmd.received) return rx_.protocol_error(pdu::Fes::DataOutOfRange, "H2CData out of order", h, c.hlen, 12);
   if (d.datal > cmd.data_len - cmd.received)
@@ -254,7 +254,7 @@ void Connection::send_r2t(uint16_t slot) {
   cmd.state = Cmd::State::WaitData;
   SendRing::Pdu *t = tx_alloc(slot);
   const bool hd = rx_.digests().header;
-  pdu::encode_r2t(t->hdr, hd ? pdu::kFlagHdgst : 0, static_cast<uint32_t>(pdu::kR2THlen + (hd ? pdu::kDigestLen : 0)),
+  pdu::encode_r2t(t->hdr, hd ? pdu::kFlagHdgst : 0, static_cast<uint32_t>(pdu::kR2THlen + pdu::hdgst_len(hd)),
                   {cmd.cid, slot, 0, cmd.data_len});
   seal_header(*t, pdu::kR2THlen, hd);
   io_.want_send(*this);
@@ -272,7 +272,7 @@ void Connection::finish(uint16_t slot) {
   if (!success_flag) {
     SendRing::Pdu *t = tx_alloc(slot);
     pdu::encode_common(t->hdr, pdu::Type::CapsuleResp, dg.header ? pdu::kFlagHdgst : 0, pdu::kRespHlen, 0,
-                       static_cast<uint32_t>(pdu::kRespHlen + (dg.header ? pdu::kDigestLen : 0)));
+                       static_cast<uint32_t>(pdu::kRespHlen + pdu::hdgst_len(dg.header)));
     nvme::Cqe cqe;
     cqe.dw0 = cmd.dw0;
     cqe.dw1 = cmd.dw1;

@@ -59,11 +59,11 @@ bool Queue::submit(const Command &c) {
     sqe.set_sgl(0, c.dir == DataDir::None ? 0 : c.len, nvme::kSglTransportDataBlock);
 
   uint8_t pdo = 0;
-  uint32_t plen = static_cast<uint32_t>(pdu::kCmdHlen + (hd ? pdu::kDigestLen : 0));
+  uint32_t plen = static_cast<uint32_t>(pdu::kCmdHlen + pdu::hdgst_len(hd));
   uint8_t flags = hd ? pdu::kFlagHdgst : 0;
   if (incapsule) {
     pdo = pdu::data_offset(pdu::kCmdHlen, hd, icresp_.cpda);
-    plen = pdo + c.len + (dd ? pdu::kDigestLen : 0);
+    plen = pdo + c.len + pdu::ddgst_len(dd);
     if (dd) flags |= pdu::kFlagDdgst;
   }
   pdu::encode_common(t->hdr, pdu::Type::CapsuleCmd, flags, pdu::kCmdHlen, pdo, plen);
@@ -247,7 +247,7 @@ void Queue::handle_c2h_data(const uint8_t *h, const pdu::Common &c) {
   Slot *s = slot_for_cid(d.cccid, "C2HData");
   if (!s || s->cmd.dir != DataDir::FromController)
     return rx_.protocol_error(pdu::Fes::InvalidHeaderField, "C2HData for a command that is not a pending read", h, c.hlen, 8);
-  const uint32_t trailer = p_.digests.data ? 4u : 0u;
+  const uint32_t trailer = pdu::ddgst_len(p_.digests.data);
   if (c.pdo == 0 || c.plen < c.pdo + trailer)
     return rx_.protocol_error(pdu::Fes::InvalidHeaderField, "C2HData without data", h, c.hlen, 3);
   const uint32_t datal = c.plen - c.pdo - trailer;

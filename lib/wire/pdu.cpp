@@ -49,7 +49,7 @@ void encode_common(uint8_t *p, Type type, uint8_t flags, uint8_t hlen, uint8_t p
 }
 
 uint8_t data_offset(size_t hlen, bool hdgst, uint8_t pda) {
-  size_t off = hlen + (hdgst ? kDigestLen : 0);
+  size_t off = hlen + hdgst_len(hdgst);
   size_t align = (static_cast<size_t>(pda) + 1) * 4;
   return static_cast<uint8_t>((off + align - 1) / align * align);
 }
@@ -64,14 +64,14 @@ Verdict check_header_only(const Common &h, size_t hlen, Digests dg) {
   if (h.hlen != hlen) return bad(Fes::InvalidHeaderField, "unexpected hlen", kFeiHlen);
   if (h.flags & kFlagDdgst) return bad(Fes::InvalidHeaderField, "data digest flag on a PDU without data", kFeiFlags);
   if (h.pdo != 0) return bad(Fes::InvalidHeaderField, "pdo set on a PDU without data", kFeiPdo);
-  if (h.plen != hlen + (dg.header ? kDigestLen : 0)) return bad(Fes::InvalidHeaderField, "unexpected plen", kFeiPlen);
+  if (h.plen != hlen + hdgst_len(dg.header)) return bad(Fes::InvalidHeaderField, "unexpected plen", kFeiPlen);
   return {};
 }
 
 // PDUs that may carry data: data follows at pdo, plen covers it plus digest.
 Verdict check_with_data(const Common &h, size_t hlen, Digests dg, uint32_t max_data) {
   if (h.hlen != hlen) return bad(Fes::InvalidHeaderField, "unexpected hlen", kFeiHlen);
-  const size_t hdr_end = hlen + (dg.header ? kDigestLen : 0);
+  const size_t hdr_end = hlen + hdgst_len(dg.header);
   if (h.plen == hdr_end) { // no data present
     if (h.pdo != 0 && h.pdo != hdr_end) return bad(Fes::InvalidHeaderField, "pdo set without data", kFeiPdo);
     if (h.flags & kFlagDdgst) return bad(Fes::InvalidHeaderField, "data digest flag without data", kFeiFlags);
@@ -81,7 +81,7 @@ Verdict check_with_data(const Common &h, size_t hlen, Digests dg, uint32_t max_d
   if (h.plen < h.pdo) return bad(Fes::InvalidHeaderField, "plen shorter than pdo", kFeiPlen);
   if (bool(h.flags & kFlagDdgst) != dg.data)
     return bad(Fes::InvalidHeaderField, "data digest flag differs from negotiation", kFeiFlags);
-  const uint32_t trailer = dg.data ? kDigestLen : 0;
+  const uint32_t trailer = ddgst_len(dg.data);
   if (h.plen < h.pdo + trailer + 1u) return bad(Fes::InvalidHeaderField, "plen too short for data", kFeiPlen);
   if (h.plen - h.pdo - trailer > max_data) return bad(Fes::DataOutOfRange, "PDU data longer than allowed", kFeiPlen);
   return {};
@@ -121,15 +121,14 @@ Verdict validate(const Common &h, Receiver who, Digests dg, uint32_t max_data) {
     if ((h.flags & kFlagSuccess) && !(h.flags & kFlagLast))
       return bad(Fes::InvalidHeaderField, "SUCCESS without LAST_PDU", kFeiFlags);
     Verdict v = check_with_data(h, kDataHlen, dg, max_data);
-    if (v && h.plen == kDataHlen + (dg.header ? kDigestLen : 0))
-      return bad(Fes::InvalidHeaderField, "C2HData without data", kFeiPlen);
+    if (v && h.plen == kDataHlen + hdgst_len(dg.header)) return bad(Fes::InvalidHeaderField, "C2HData without data", kFeiPlen);
     return v;
   }
   case Type::CapsuleCmd:
   case Type::H2CData: {
     if (host) return bad(Fes::InvalidHeaderField, "host-to-controller PDU sent by the controller", kFeiType);
     Verdict v = check_with_data(h, type == Type::H2CData ? kDataHlen : kCmdHlen, dg, max_data);
-    if (v && type == Type::H2CData && h.plen == kDataHlen + (dg.header ? kDigestLen : 0))
+    if (v && type == Type::H2CData && h.plen == kDataHlen + hdgst_len(dg.header))
       return bad(Fes::InvalidHeaderField, "H2CData without data", kFeiPlen);
     return v;
   }

@@ -29,6 +29,11 @@ constexpr uint8_t kFlagSuccess = 0x08; // C2HData: no CapsuleResp follows
 
 constexpr size_t kCommonLen = 8;
 constexpr size_t kDigestLen = 4;
+// What a digest adds to a PDU when it is on (the Linux host's
+// nvme_tcp_hdgst_len() and nvme_tcp_ddgst_len()): every length on the
+// wire is summed with these, never with a bare 4.
+constexpr uint32_t hdgst_len(bool header_digest) { return header_digest ? kDigestLen : 0; }
+constexpr uint32_t ddgst_len(bool data_digest) { return data_digest ? kDigestLen : 0; }
 constexpr size_t kIcLen = 128;
 constexpr size_t kTermHlen = 24;
 constexpr size_t kTermMaxPlen = 152;

@@ -36,7 +36,7 @@ struct RxCursor {
     slot = s;
     dst = d;
     left = datal = n;
-    pad = c.pdo - c.hlen - (hdgst ? pdu::kDigestLen : 0u);
+    pad = c.pdo - c.hlen - pdu::hdgst_len(hdgst);
     crc = kCrc32cSeed;
     return pad != 0;
   }

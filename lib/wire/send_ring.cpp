@@ -28,12 +28,13 @@ size_t SendRing::build_iov(iovec *iov, size_t max) const {
     iov[n++] = {const_cast<uint8_t *>(static_cast<const uint8_t *>(base)) + skip, len - skip};
     skip = 0;
   };
-  for (size_t i = 0; i < count_ && n + 4 <= max; i++) {
+  constexpr size_t kPartsPerPdu = 4; // header, padding, data, data digest
+  for (size_t i = 0; i < count_ && n + kPartsPerPdu <= max; i++) {
     const Pdu &p = ring_[(head_ + i) % ring_.size()];
     add(p.hdr, p.hdr_len);
     if (p.pad) add(kZeros, p.pad);
     if (p.data_len) add(p.data, p.data_len);
-    if (p.has_ddgst) add(p.ddgst, 4);
+    if (p.has_ddgst) add(p.ddgst, pdu::kDigestLen);
   }
   return n;
 }

@@ -24,7 +24,7 @@ public:
     uint8_t ddgst[4];
     bool has_ddgst = false;
     int32_t slot = -1; // command slot the PDU belongs to, -1 none
-    size_t bytes() const { return hdr_len + pad + data_len + (has_ddgst ? 4u : 0u); }
+    size_t bytes() const { return hdr_len + pad + data_len + pdu::ddgst_len(has_ddgst); }
   };
 
   explicit SendRing(size_t capacity) : ring_(capacity) {}

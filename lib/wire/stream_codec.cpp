@@ -107,7 +107,7 @@ bool PduReceiver::take_header() {
   // digests.
   const bool term =
       c.type == static_cast<uint8_t>(pdu::Type::H2CTermReq) || c.type == static_cast<uint8_t>(pdu::Type::C2HTermReq);
-  const size_t hdr_total = c.hlen + (dg_.header && !term ? pdu::kDigestLen : 0);
+  const size_t hdr_total = c.hlen + pdu::hdgst_len(dg_.header && !term);
   if (cur_.staged() < hdr_total) return false;
   cur_.cur = c;
   std::memcpy(cur_.hdr, h, std::min(hdr_total, sizeof cur_.hdr));
@@ -147,7 +147,7 @@ void PduReceiver::end_data(bool digest_ok) {
 
 void seal_header(SendRing::Pdu &t, size_t hlen, bool hdgst) {
   if (hdgst) pdu::put_header_digest(t.hdr, hlen);
-  t.hdr_len = static_cast<uint8_t>(hlen + (hdgst ? pdu::kDigestLen : 0));
+  t.hdr_len = static_cast<uint8_t>(hlen + pdu::hdgst_len(hdgst));
 }
 
 void attach_payload(SendRing::Pdu &t, uint8_t pdo, const uint8_t *data, uint32_t len, bool ddgst) {
@@ -164,7 +164,7 @@ void encode_data_pdu(SendRing::Pdu &t, pdu::Type type, uint8_t flags, const pdu:
                      uint8_t pda) {
   const uint8_t pdo = pdu::data_offset(pdu::kDataHlen, dg.header, pda);
   flags |= static_cast<uint8_t>((dg.header ? pdu::kFlagHdgst : 0) | (dg.data ? pdu::kFlagDdgst : 0));
-  pdu::encode_data_hdr(t.hdr, type, flags, pdo, pdo + d.datal + (dg.data ? pdu::kDigestLen : 0u), d);
+  pdu::encode_data_hdr(t.hdr, type, flags, pdo, pdo + d.datal + pdu::ddgst_len(dg.data), d);
   seal_header(t, pdu::kDataHlen, dg.header);
   attach_payload(t, pdo, data, d.datal, dg.data);
 }
