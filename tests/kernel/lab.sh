@@ -15,6 +15,8 @@
 #   list: the machine's apt sources are not touched) or a directory with a
 #   kernel a user built (vmlinuz and lib/modules/VERSION, as `make
 #   modules_install INSTALL_MOD_PATH=DIR` leaves them); MPNVME_LAB_MEM (MiB);
+#   MPNVME_LAB_SMP (vCPUs, default 1: the kernel host opens one I/O queue
+#                  per CPU at most, so a test of queue counts needs 2)
 #   MPNVME_LAB_BINARIES="PATH..."  programs copied to /usr/local/bin in the
 #                                  guest, with their libraries
 #   MPNVME_LAB_FILES="PATH..."     files copied to /files/ in the guest
@@ -185,7 +187,7 @@ start() {
     fwd+=",hostfwd=tcp:127.0.0.1:$hp-:$gp"
   done
   : > "$state/console.log"
-  setsid qemu-system-x86_64 -accel tcg -cpu max -smp 1 -m "${MPNVME_LAB_MEM:-512}" \
+  setsid qemu-system-x86_64 -accel tcg -cpu max -smp "${MPNVME_LAB_SMP:-1}" -m "${MPNVME_LAB_MEM:-512}" \
     -display none -monitor none -serial "file:$state/console.log" -no-reboot \
     -kernel "$kd/vmlinuz" -initrd "$state/initramfs.gz" \
     -append "console=ttyS0 quiet panic=-1 ${MPNVME_LAB_APPEND:-}" \

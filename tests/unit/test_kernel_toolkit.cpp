@@ -2,6 +2,7 @@
 // The kernel toolkit's decisions that need no kernel: which transport a
 // controller's connection runs over (its sysfs says tcp either way with the
 // NVMe-over-MPTCP series), and what the kernel host is told from a job file.
+#include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
 #include <stdexcept>
@@ -68,7 +69,9 @@ static void job_options_reach_the_kernel_host(void **) {
                                           {"reconnect_delay", "0.5"},
                                           {"fast_io_fail_tmo", "3"},
                                           {"tos", "46"},
-                                          {"sk_priority", "5"}})});
+                                          {"sk_priority", "5"},
+                                          {"hostnqn", "nqn.2014-08.org.nvmexpress:uuid:11111111-2222-3333-4444-555555555555"},
+                                          {"host_traddr", "10.1.1.2,10.1.2.2"}})});
   assert_int_equal(r.nr_io_queues, 2); // one I/O queue per fio job on every path, as the engine
   assert_int_equal(r.queue_size, 32);
   assert_true(r.hdr_digest && r.data_digest);
@@ -78,6 +81,36 @@ static void job_options_reach_the_kernel_host(void **) {
   assert_int_equal(r.fast_io_fail_tmo, 3);
   assert_int_equal(r.tos, 46);
   assert_int_equal(r.so_priority, 5);
+  assert_string_equal(r.hostnqn.c_str(), "nqn.2014-08.org.nvmexpress:uuid:11111111-2222-3333-4444-555555555555");
+  assert_int_equal(r.hostid.size(), 36);     // the engine's host ID for that NQN
+  assert_int_equal(r.host_traddr.size(), 2); // each path bound as the engine binds it
+  assert_string_equal(r.host_traddr[0].c_str(), "10.1.1.2");
+  assert_string_equal(r.host_traddr[1].c_str(), "10.1.2.2");
+}
+
+// No engine option is dropped silently: each is carried or has a reason,
+// and a job that sets one the kernel host cannot take hears it by name.
+static void options_not_carried_are_named(void **) {
+  for (unsigned i = 0; const mpnvme_option_def *d = mpnvme_option_at(i); i++) {
+    try {
+      not_carried_because(d->name);
+    } catch (const std::out_of_range &) {
+      fail_msg("engine option %s: connect --job neither carries it nor says why not", d->name);
+    }
+  }
+  for (const auto &name : options_with_a_fate())
+    if (!find_engine_option(name)) fail_msg("connect --job's table names %s, which is no engine option", name.c_str());
+  std::vector<std::string> notes;
+  from_job({job({{"io_timeout", "30000"}, {"iodepth", "32"}}), job({{"poll", "busy"}, {"dhchap_hash", "sha256"}})}, &notes);
+  assert_int_equal(notes.size(), 3);
+  for (const char *want : {"dhchap_hash=sha256: not carried to the kernel host: the kernel host offers every hash",
+                           "io_timeout=30000: not carried to the kernel host: the kernel's is nvme_core.io_timeout",
+                           "poll=busy: not carried to the kernel host: the engine's own"})
+    if (std::none_of(notes.begin(), notes.end(), [&](const std::string &n) { return n.find(want) == 0; }))
+      fail_msg("no note '%s'", want);
+  assert_null(not_carried_because("kato"));
+  // Without hostnqn/hostid in the job the kernel's own identity stays.
+  assert_true(from_job({job({{"iodepth", "32"}})}).hostnqn.empty());
 }
 
 static void job_defaults_are_the_engines(void **) {
@@ -132,6 +165,7 @@ int main() {
       cmocka_unit_test(job_defaults_are_the_engines),
       cmocka_unit_test(admin_values_the_kernel_cannot_follow),
       cmocka_unit_test(bad_fio_numbers_name_the_job),
+      cmocka_unit_test(options_not_carried_are_named),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

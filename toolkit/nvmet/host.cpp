@@ -32,6 +32,24 @@ static void delete_controller(const std::string &name) {
   f << "1";
 }
 
+// The request's fabrics options as libnvme passes them to /dev/nvme-fabrics.
+static nvme_fabrics_config fabrics_config(const ConnectRequest &r) {
+  nvme_fabrics_config cfg;
+  nvmf_default_config(&cfg); // always from the defaults: a zeroed config means ctrl_loss_tmo=0
+  cfg.ctrl_loss_tmo = r.ctrl_loss_tmo;
+  cfg.reconnect_delay = r.reconnect_delay;
+  if (r.queue_size > 0) cfg.queue_size = r.queue_size;
+  if (r.nr_io_queues > 0) cfg.nr_io_queues = r.nr_io_queues;
+  if (r.keep_alive_tmo >= 0) cfg.keep_alive_tmo = r.keep_alive_tmo;
+  cfg.fast_io_fail_tmo = r.fast_io_fail_tmo;
+  cfg.tos = r.tos;
+  cfg.hdr_digest = r.hdr_digest;
+  cfg.data_digest = r.data_digest;
+  cfg.disable_sqflow = r.disable_sqflow;
+  cfg.tls = r.tls; // the kernel finds the PSK in .nvme by host and subsystem (tlshd does the handshake)
+  return cfg;
+}
+
 ConnectResult connect_job(const ConnectRequest &r) {
   if (geteuid() != 0) throw std::runtime_error("connecting the kernel host needs root");
   if (access("/dev/nvme-fabrics", W_OK) != 0)
@@ -50,28 +68,19 @@ ConnectResult connect_job(const ConnectRequest &r) {
       throw std::runtime_error("/sys/module/nvme_tcp/parameters/so_priority: cannot set the job's sk_priority");
   }
   ConnectResult res;
+  // The path's local binding, or none.
+  const auto bound = [](const std::vector<std::string> &v, size_t i) {
+    return i < v.size() && !v[i].empty() ? v[i].c_str() : nullptr;
+  };
   try {
-    for (const PathAddr &p : r.paths) {
-      nvme_ctrl_t c = nvme_create_ctrl(root.get(), r.subnqn.c_str(), r.transport.c_str(), p.addr.c_str(),
-                                       r.host_traddr.empty() ? nullptr : r.host_traddr.c_str(),
-                                       r.host_iface.empty() ? nullptr : r.host_iface.c_str(), p.service.c_str());
+    for (size_t i = 0; i < r.paths.size(); i++) {
+      const PathAddr &p = r.paths[i];
+      nvme_ctrl_t c = nvme_create_ctrl(root.get(), r.subnqn.c_str(), r.transport.c_str(), p.addr.c_str(), bound(r.host_traddr, i),
+                                       bound(r.host_iface, i), p.service.c_str());
       if (!c) throw std::runtime_error(fmt::format("{}: libnvme could not create a controller object", p.display()));
       if (!r.dhchap_secret.empty()) nvme_ctrl_set_dhchap_host_key(c, r.dhchap_secret.c_str());
       if (!r.dhchap_ctrl_secret.empty()) nvme_ctrl_set_dhchap_key(c, r.dhchap_ctrl_secret.c_str());
-      // Always start from the defaults: a zeroed config means ctrl_loss_tmo=0.
-      nvme_fabrics_config cfg;
-      nvmf_default_config(&cfg);
-      cfg.ctrl_loss_tmo = r.ctrl_loss_tmo;
-      cfg.reconnect_delay = r.reconnect_delay;
-      if (r.queue_size > 0) cfg.queue_size = r.queue_size;
-      if (r.nr_io_queues > 0) cfg.nr_io_queues = r.nr_io_queues;
-      if (r.keep_alive_tmo >= 0) cfg.keep_alive_tmo = r.keep_alive_tmo;
-      cfg.fast_io_fail_tmo = r.fast_io_fail_tmo;
-      cfg.tos = r.tos;
-      cfg.hdr_digest = r.hdr_digest;
-      cfg.data_digest = r.data_digest;
-      cfg.disable_sqflow = r.disable_sqflow;
-      cfg.tls = r.tls; // the kernel finds the PSK in .nvme by host and subsystem (tlshd does the handshake)
+      nvme_fabrics_config cfg = fabrics_config(r);
       if (nvmf_add_ctrl(h, c, &cfg) < 0) {
         const int err = errno;
         std::string why = nvme_errno_to_string(err);

@@ -14,8 +14,8 @@ struct ConnectRequest {
   std::string subnqn;
   std::vector<PathAddr> paths;
   std::string transport = "tcp";
-  std::string host_traddr, host_iface;
-  int ctrl_loss_tmo = 600, reconnect_delay = 10; // seconds; ctrl_loss_tmo -1: forever
+  std::vector<std::string> host_traddr, host_iface; // per path; empty or "": not bound
+  int ctrl_loss_tmo = 600, reconnect_delay = 10;    // seconds; ctrl_loss_tmo -1: forever
   // The job's fabrics options (connect_options.hpp); -1: the kernel's default.
   int queue_size = -1, nr_io_queues = -1, keep_alive_tmo = -1, fast_io_fail_tmo = -1, tos = -1, so_priority = -1;
   bool hdr_digest = false, data_digest = false, disable_sqflow = false;

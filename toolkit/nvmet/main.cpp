@@ -151,7 +151,7 @@ int cmd_apply(const Cli &o, const std::vector<JobSection> &jobs, const target::T
 // kernel host: the same host NQN the target side was told about.
 void add_job_auth(ConnectRequest &r, const EngineOptions &e) {
   if (!e.auth.secret && !e.tls.enabled) return;
-  r.hostnqn = e.host.hostnqn;
+  r.hostnqn = e.host.hostnqn; // the identity the keys belong to, also when the job names none
   r.hostid = format_uuid(e.host.hostid);
   if (e.tls.enabled) {
     insert_tls_psks(*e.tls.key, e.host.hostnqn, r.subnqn, e.tls.compat);
@@ -168,10 +168,11 @@ int cmd_connect(const Cli &o, const std::vector<JobSection> &jobs, const target:
   for (const auto &p : cfg.ports)
     r.paths.push_back(p.addr);
   r.transport = tr;
-  r.host_traddr = o.host_traddr;
-  r.host_iface = o.host_iface;
   const EngineOptions job = file_options(jobs, o.job); // once: a secret file is read (and warned about) here
   const std::vector<std::string> notes = connect_options_from_job(r, job, jobs, o.job);
+  // The command line's binding wins over the job's, for every path.
+  if (!o.host_traddr.empty()) r.host_traddr.assign(r.paths.size(), o.host_traddr);
+  if (!o.host_iface.empty()) r.host_iface.assign(r.paths.size(), o.host_iface);
   if (o.ctrl_loss_tmo) r.ctrl_loss_tmo = *o.ctrl_loss_tmo;
   if (o.reconnect_delay) r.reconnect_delay = *o.reconnect_delay;
   add_job_auth(r, job);
