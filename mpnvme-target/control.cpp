@@ -30,12 +30,31 @@ std::string port_stats(Registry &reg) {
   return out;
 }
 
+// "backoff": the addresses waiting after failed authentications;
+// "backoff forgive ADDR": let one connect again at once.
+static std::string backoff_command(Registry &reg, std::istringstream &in) {
+  std::string sub, addr;
+  in >> sub >> addr;
+  if (sub.empty()) {
+    std::string out = "ok\n";
+    for (const auto &w : reg.backoff().waiting_now(AuthBackoff::Clock::now()))
+      out += fmt::format("{} waits {} ms after {} failure(s)\n", w.addr,
+                         std::chrono::duration_cast<std::chrono::milliseconds>(w.left).count(), w.failures);
+    return out;
+  }
+  if (sub != "forgive" || addr.empty()) return "error: usage: backoff [forgive ADDR]\n";
+  if (!reg.backoff().forgive(addr)) return fmt::format("error: {} is not backing off\n", addr);
+  log().warn("{} forgiven its failed authentications by the control socket", addr);
+  return "ok\n";
+}
+
 std::string control_command(Registry &reg, const std::string &line) {
   std::istringstream in(line);
   std::string cmd;
   in >> cmd;
   if (cmd == "stats") return "ok\n" + port_stats(reg);
-  if (cmd == "help" || cmd.empty()) return "ok\nana PORT GROUP STATE\nport PORT down|up\nstats\nhelp\n";
+  if (cmd == "help" || cmd.empty()) return "ok\nana PORT GROUP STATE\nport PORT down|up\nstats\nbackoff [forgive ADDR]\nhelp\n";
+  if (cmd == "backoff") return backoff_command(reg, in);
   if (cmd == "port") {
     unsigned id = 0;
     std::string st;

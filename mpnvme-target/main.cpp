@@ -31,6 +31,7 @@ struct Cli {
   std::optional<unsigned> sk_priority, tos;
   uint32_t inline_data_size = 16384, queue_size = 128, maxh2cdata = 128 * 1024;
   unsigned threads = 1, mdts = 7;
+  double auth_backoff_s = 1;
   bool no_discovery = false;
   bool discovery_trtype_mptcp = false;
   bool allow_any_host = false;
@@ -83,6 +84,41 @@ void restrict_hosts(TargetConfig &c, const std::vector<std::string> &hosts) {
   }
 }
 
+// --listen: a port per address, numbered after the ones already there.
+void add_cli_ports(TargetConfig &c, const Cli &o) {
+  const Transport tr = o.transport == "tcp" ? Transport::Tcp : Transport::Mptcp;
+  for (const auto &l : o.listen) {
+    std::stringstream items(l);
+    for (std::string item; std::getline(items, item, ',');) {
+      const TlsPort tls = take_tls_suffix(item);
+      for (const PathAddr &a : parse_paths(item, o.port, "--listen")) {
+        PortConfig p;
+        p.id = static_cast<uint16_t>(c.ports.size() + 1);
+        p.addr = a;
+        p.transport = tr;
+        p.tls = tls;
+        c.ports.push_back(p);
+      }
+    }
+  }
+}
+
+// --ana PORT:GROUP:STATE, each naming a port that exists.
+void set_cli_ana(TargetConfig &c, const std::vector<std::string> &ana) {
+  for (const auto &a : ana) {
+    unsigned port = 0, grp = 0;
+    char st[32] = {};
+    if (sscanf(a.c_str(), "%u:%u:%31s", &port, &grp, st) != 3 || !parse_ana_state(st) || grp == 0 || grp > 128)
+      throw std::invalid_argument(fmt::format("--ana {}: expected PORT:GROUP:STATE with GROUP 1..128 and STATE optimized, "
+                                              "non-optimized, inaccessible, persistent-loss or change",
+                                              a));
+    bool found = false;
+    for (auto &p : c.ports)
+      if (p.id == port) p.ana[grp] = *parse_ana_state(st), found = true;
+    if (!found) throw std::invalid_argument(fmt::format("--ana {}: no port {}", a, port));
+  }
+}
+
 TargetConfig build_config(const Cli &o) {
   TargetConfig c;
   if (!o.config.empty()) c = load_json_config(o.config);
@@ -116,39 +152,14 @@ TargetConfig build_config(const Cli &o) {
       s.allow_any_host_explicit = true;
       s.allowed_hosts.clear();
     }
-  const Transport tr = o.transport == "tcp" ? Transport::Tcp : Transport::Mptcp;
-  for (const auto &l : o.listen) {
-    std::stringstream items(l);
-    for (std::string item; std::getline(items, item, ',');) {
-      const TlsPort tls = take_tls_suffix(item);
-      for (const PathAddr &a : parse_paths(item, o.port, "--listen")) {
-        PortConfig p;
-        p.id = static_cast<uint16_t>(c.ports.size() + 1);
-        p.addr = a;
-        p.transport = tr;
-        p.tls = tls;
-        c.ports.push_back(p);
-      }
-    }
-  }
+  add_cli_ports(c, o);
   for (auto &p : c.ports) {
     if (o.tls) p.tls = TlsPort::Required;
     if (o.sk_priority) p.sk_priority = o.sk_priority;
     if (o.tos) p.tos = o.tos;
     if (!o.listen.empty() || !o.job.empty()) p.inline_data_size = o.inline_data_size;
   }
-  for (const auto &a : o.ana) { // PORT:GROUP:STATE
-    unsigned port = 0, grp = 0;
-    char st[32] = {};
-    if (sscanf(a.c_str(), "%u:%u:%31s", &port, &grp, st) != 3 || !parse_ana_state(st) || grp == 0 || grp > 128)
-      throw std::invalid_argument(fmt::format("--ana {}: expected PORT:GROUP:STATE with GROUP 1..128 and STATE optimized, "
-                                              "non-optimized, inaccessible, persistent-loss or change",
-                                              a));
-    bool found = false;
-    for (auto &p : c.ports)
-      if (p.id == port) p.ana[grp] = *parse_ana_state(st), found = true;
-    if (!found) throw std::invalid_argument(fmt::format("--ana {}: no port {}", a, port));
-  }
+  set_cli_ana(c, o.ana);
   c.discovery = !o.no_discovery;
   c.discovery_trtype_mptcp = o.discovery_trtype_mptcp;
   c.threads = o.threads;
@@ -157,6 +168,7 @@ TargetConfig build_config(const Cli &o) {
   c.maxh2cdata = o.maxh2cdata;
   c.reflect_tos = o.reflect_tos;
   c.poll = o.poll;
+  c.auth_backoff_ms = static_cast<uint32_t>(o.auth_backoff_s * 1000 + 0.5);
   add_cli_auth(c.host_auth, o.auth);
   add_cli_tls_keys(c.tls_keys, o.tls_keys);
   c.tls_compat = c.tls_compat || o.tls_compat;
@@ -187,6 +199,11 @@ static void add_target_options(CLI::App &app, Cli &o) {
   app.add_option("--dhchap-hash", o.auth.hashes, "hash functions allowed, preferred first (default sha256,sha384,sha512)");
   app.add_option("--dhchap-dhgroup", o.auth.groups,
                  "DH groups allowed, preferred first (default null,ffdhe2048,ffdhe3072,ffdhe4096,ffdhe6144,ffdhe8192)");
+  app.add_option("--auth-backoff", o.auth_backoff_s,
+                 "SECONDS an address waits after a failed authentication, doubling per failure in a row up to 64 times "
+                 "(0: no wait)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
   app.add_flag("--tls", o.tls,
                "every port requires TLS 1.3 (PSK) before ICReq; ADDR:PORT:tls in --listen for one port, "
                "ADDR:PORT:tls-optional to take plaintext too");
@@ -218,7 +235,7 @@ static void add_target_options(CLI::App &app, Cli &o) {
   app.add_option("--threads", o.threads, "event loop threads")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_flag("--poll", o.poll,
                "event loops spin on their io_uring completion queue instead of sleeping (a core each; lowest latency)");
-  app.add_option("--control", o.control, "UNIX socket for run-time commands (ana, port down/up, stats)");
+  app.add_option("--control", o.control, "UNIX socket for run-time commands (ana, port down/up, stats, backoff)");
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();

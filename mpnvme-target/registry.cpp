@@ -69,7 +69,7 @@ bool TargetController::kato_expired(std::chrono::steady_clock::time_point now) c
   return now - last > std::chrono::milliseconds(kato_ms);
 }
 
-Registry::Registry(const TargetConfig &cfg) : cfg_(cfg) {
+Registry::Registry(const TargetConfig &cfg) : backoff_(std::chrono::milliseconds(cfg.auth_backoff_ms)), cfg_(cfg) {
   for (const auto &sc : cfg.subsystems) {
     Subsystem s;
     s.cfg = sc;

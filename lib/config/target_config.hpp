@@ -75,6 +75,8 @@ struct TargetConfig {
   HostAuth host_auth;       // hosts that must authenticate (DH-HMAC-CHAP)
   TlsKeys tls_keys;         // hosts that may open a secure channel, with their PSKs
   bool tls_compat = false;  // version 0 identities: older libnvme's derivation (--tls-compat)
+  // The wait after a failed authentication, doubling per failure (--auth-backoff; 0: off).
+  uint32_t auth_backoff_ms = 1000;
 };
 
 // Namespace spec: ram:SIZE | null:SIZE | file:PATH | /dev/... | PATH, with

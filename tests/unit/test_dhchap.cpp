@@ -356,6 +356,25 @@ static void failed_authentication_backs_off(void **) {
   b.failed("10.1.1.2", t0 + std::chrono::seconds(2)); // again: twice as long
   assert_true(b.waiting("10.1.1.2", t0 + std::chrono::milliseconds(3900), &log_it));
   assert_false(b.waiting("10.1.1.2", t0 + std::chrono::milliseconds(4001), &log_it));
+
+  // --auth-backoff: the first wait is the knob's; the control socket lists
+  // and forgives.
+  AuthBackoff quick(std::chrono::milliseconds(200));
+  quick.failed("10.1.1.2", t0);
+  assert_true(quick.waiting("10.1.1.2", t0 + std::chrono::milliseconds(150), &log_it));
+  assert_false(quick.waiting("10.1.1.2", t0 + std::chrono::milliseconds(201), &log_it));
+  quick.failed("10.1.1.2", t0 + std::chrono::milliseconds(300));
+  const auto listed = quick.waiting_now(t0 + std::chrono::milliseconds(400));
+  assert_int_equal(listed.size(), 1);
+  assert_string_equal(listed[0].addr.c_str(), "10.1.1.2");
+  assert_int_equal(listed[0].failures, 2);
+  assert_true(listed[0].left == std::chrono::milliseconds(300)); // 400 ms from 300: 100 gone
+  assert_true(quick.forgive("10.1.1.2"));
+  assert_false(quick.waiting("10.1.1.2", t0 + std::chrono::milliseconds(400), &log_it));
+  assert_false(quick.forgive("10.1.1.2"));
+  AuthBackoff off(std::chrono::milliseconds(0));
+  off.failed("10.1.1.2", t0);
+  assert_false(off.waiting("10.1.1.2", t0, &log_it));
 }
 
 int main() {
