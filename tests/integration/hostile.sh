@@ -12,7 +12,7 @@ start_target --listen 10.1.1.1 --subnqn "$NQN" --ns ram:256m --log-level warn \
 run_fio good --traddr=10.1.1.1 --hostnqn="$good_host" --rw=randrw --bs=16k --iodepth=16 --size=64m \
   --time_based=1 --runtime=20 --verify=crc32c --verify_fatal=1 --verify_backlog=64 &
 fio_pid=$!
-sleep 2
+until_within 10 "the good client's I/O before the attack" flowing 1
 in_host python3 "$root/tests/integration/hostile_clients.py" 10.1.1.1 4420 "$NQN" || fail "hostile clients"
 wait "$fio_pid" || fail "the good client failed while the target was under attack"
 [[ $(json good | jq '[.jobs[].read.io_bytes] | add') -gt 0 ]] || fail "good client verified nothing"

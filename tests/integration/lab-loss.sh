@@ -78,12 +78,12 @@ lab_up --paths 1 --rate 300mbit --cc cubic
 sink
 stream write 8 &
 streamer=$!
-sleep 1
+until_within 10 "the stream flowing before the blackhole" flowing 1
 "$LAB" -n "$lab" loss 1 100 || fail "loss 1 100 refused"
 # From here on nothing crosses: what leaves the sender's device is what
 # its timers send.
 before=$(counters)
-sleep 3
+sleep 3 # the fault: 3 s of blackhole
 mid=$(counters)
 "$LAB" -n "$lab" loss 1 0 || fail "loss 1 0 refused"
 wait $streamer

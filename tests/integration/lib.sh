@@ -86,6 +86,26 @@ run_fio() {
 }
 
 json() { sed -n '/^{/,$p' "$work/$1.json"; }
+# until_within SECONDS WHAT CMD...: CMD is tried every 0.1 s until it
+# succeeds; after SECONDS, a failure naming WHAT (and status 1). Tests wait
+# on conditions like this, never on a sleep that guesses how long it takes.
+until_within() {
+  local limit=$1 what=$2 end=$((SECONDS + $1))
+  shift 2
+  until "$@"; do
+    ((SECONDS < end)) || { fail "$what: not within $limit s"; return 1; }
+    sleep 0.1
+  done
+}
+# flowing PATH: wire path PATH (host side) carries I/O now: 100 KB or more
+# in 0.2 s.
+flowing() {
+  local f=/sys/class/net/h$1/statistics r0 t0 r1 t1
+  read -r r0 t0 <<<"$(in_host cat $f/rx_bytes $f/tx_bytes | tr '\n' ' ')"
+  sleep 0.2
+  read -r r1 t1 <<<"$(in_host cat $f/rx_bytes $f/tx_bytes | tr '\n' ' ')"
+  ((r1 + t1 - r0 - t0 >= 100000))
+}
 # host-side rx+tx bytes per path, as "path bytes" lines
 path_bytes() { "$LAB" -n "$lab" counters --json | jq -r '.paths[] | "\(.path) \(.rx_bytes + .tx_bytes)"'; }
 

@@ -37,20 +37,18 @@ path2_bytes() { path_bytes | awk '$1 == 2 {print $2}'; }
 # 1. ANA inaccessible on port 2 for 3 s: I/O leaves it without errors and
 #    comes back once it is optimized again.
 target_on 10.1.1.1,10.1.2.1
-background_fio ana --traddr=10.1.1.1,10.1.2.1 --iopolicy=round-robin --time_based=1 --runtime=9
-sleep 2
+background_fio ana --traddr=10.1.1.1,10.1.2.1 --iopolicy=round-robin --time_based=1 --runtime=15
+until_within 10 "ANA: I/O on path 2 before the change" flowing 2
 ctl ana 2 1 inaccessible >/dev/null || fail "ctl ana inaccessible"
-sleep 1
+until_within 10 "the engine taking ANA inaccessible" grep -q 'ANA state optimized -> inaccessible' "$work/ana.log"
 b0=$(path2_bytes)
-sleep 2
+sleep 2 # an observation window: what path 2 carries while inaccessible
 b1=$(path2_bytes)
 ctl ana 2 1 optimized >/dev/null || fail "ctl ana optimized"
-sleep 2
-b2=$(path2_bytes)
+until_within 10 "path 2 carrying I/O again after ANA optimized" flowing 2 && pass "path 2 carries I/O again after ANA optimized"
 no_errors ana && pass "ANA inaccessible and back: no I/O error, verify passed"
-echo "path 2 bytes while inaccessible: $((b1 - b0)), after optimized again: $((b2 - b1))"
+echo "path 2 bytes while inaccessible: $((b1 - b0))"
 ((b1 - b0 < 200000)) || fail "path 2 carried $((b1 - b0)) bytes while inaccessible"
-((b2 - b1 > 10000000)) && pass "path 2 carries I/O again after ANA optimized" || fail "path 2 idle after ANA optimized"
 grep -q 'ANA state optimized -> inaccessible' "$work/ana.log" || fail "ANA change not logged"
 grep -q 'ANA state inaccessible -> optimized' "$work/ana.log" || fail "ANA return not logged"
 
@@ -59,9 +57,9 @@ grep -q 'ANA state inaccessible -> optimized' "$work/ana.log" || fail "ANA retur
 #    commands fail over, it reconnects and carries I/O again.
 background_fio blackhole --traddr=10.1.1.1,10.1.2.1 --iopolicy=round-robin --time_based=1 --runtime=12
 watch_path 2 "$work/blackhole.log"
-sleep 2
+until_within 10 "I/O on path 2 before the blackhole" flowing 2
 blackhole 2 4
-sleep 1
+until_within 10 "path 2 up again after the blackhole" grep -q 'path up again' "$work/blackhole.log"
 b0=$(path2_bytes)
 no_errors blackhole && pass "blackholed path: no I/O error, verify passed"
 b1=$(path2_bytes)
@@ -81,9 +79,9 @@ stop_target || fail "target exit status"
 #    the commands wait and complete; nothing fails.
 target_on 10.1.1.1
 background_fio restart --traddr=10.1.1.1 --time_based=1 --runtime=10 --ctrl_loss_tmo=30
-sleep 2
+until_within 10 "I/O before the target is killed" flowing 1
 kill -9 "$target_pid"; wait "$target_pid" 2>/dev/null; target_pid=
-sleep 3
+sleep 3 # the fault: 3 s without a target
 target_on 10.1.1.1
 no_errors restart && pass "target killed and restarted within ctrl_loss_tmo: no I/O error, verify passed"
 grep -q 'reconnected after' "$work/restart.log" || fail "no reconnect logged"
@@ -91,7 +89,7 @@ grep -q 'reconnected after' "$work/restart.log" || fail "no reconnect logged"
 # 4. Killed for good with ctrl_loss_tmo=4: the job ends with a clear error
 #    within ctrl_loss_tmo and a few seconds, naming the path and why.
 background_fio lost --traddr=10.1.1.1 --time_based=1 --runtime=60 --ctrl_loss_tmo=4
-sleep 2
+until_within 10 "I/O before the target is killed" flowing 1
 kill -9 "$target_pid"; wait "$target_pid" 2>/dev/null; target_pid=
 t0=$(date +%s)
 wait "$fio_pid"
@@ -108,7 +106,7 @@ grep -q 'no usable path.*10.1.1.1:4420.*ctrl_loss_tmo (4 s) expired' "$work/lost
 #    the same file) appears there.
 target_on 10.1.1.1
 background_fio late --traddr=10.1.1.1,10.1.2.1 --iopolicy=round-robin --time_based=1 --runtime=8
-sleep 2
+until_within 10 "path 2 reported as connecting" grep -q 'path 10.1.2.1:4420 qid 1: not connected yet' "$work/late.log"
 "$LAB" -n "$lab" exec target "$TARGET" --listen 10.1.2.1 --subnqn "$NQN" --ns "file:$work/ns.img" --log-level warn \
   >"$work/target2.log" 2>&1 &
 second=$!
@@ -129,7 +127,7 @@ cat >"$work/other.json" <<JSON
 JSON
 "$LAB" -n "$lab" exec target "$TARGET" --config "$work/other.json" --log-level warn >"$work/target3.log" 2>&1 &
 other=$!
-sleep 1
+until_within 10 "the second target ready" grep -q 'mpnvme-target: ready' "$work/target3.log"
 run_fio mismatch --traddr=10.1.1.1,10.1.2.1 --transport=tcp --rw=read --size=1m >/dev/null && fail "mismatched paths accepted"
 grep -q 'paths 10.1.1.1:4420 and 10.1.2.1:4420 reach different namespaces as nsid 1' "$work/mismatch.log" &&
   pass "different namespaces refused" || fail "no clear refusal of different namespaces"
@@ -148,7 +146,7 @@ run_fio mptcp-blackhole --transport=mptcp --traddr=10.1.1.1,10.1.2.1 --iopolicy=
 fio_pid=$!
 watch_path 1 "$work/mptcp-blackhole.log"
 watch_path 2 "$work/mptcp-blackhole.log"
-sleep 3
+until_within 10 "I/O on wire path 2 before the blackhole" flowing 2
 blackhole 2 4
 no_errors mptcp-blackhole && pass "MPTCP, wire path 2 blackholed: no I/O error, verify passed"
 echo "blackhole, MPTCP: wire path 2 $(failover_times 2 "$cut" "$restored" | sed 's/.*, carrying/carrying/')"

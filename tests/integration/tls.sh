@@ -136,9 +136,9 @@ run_fio blackhole --traddr=10.1.1.1,10.1.2.1 --transport=tcp --iopolicy=round-ro
   --size=64m --time_based=1 --runtime=10 "${V[@]}" "${TLS1[@]}" --reconnect_delay=0.5 --io_timeout=2000 \
   --path_stats="$work/blackhole.paths" >"$work/blackhole.out" 2>&1 &
 fio_pid=$!
-sleep 2
+until_within 10 "I/O on path 2 before the blackhole" flowing 2
 "$LAB" -n "$lab" loss 2 100 || fail "lab: loss 2 100"
-sleep 4
+sleep 4 # the fault: 4 s of blackhole
 "$LAB" -n "$lab" loss 2 0 || fail "lab: loss 2 0"
 wait "$fio_pid" && json blackhole | jq -e '[.jobs[].error] | all(. == 0)' >/dev/null &&
   jq -e '.paths[1].failovers > 0 and .paths[1].reconnects > 0 and .paths[1].tls.mode == "user-tls"' "$work/blackhole.paths" >/dev/null &&
