@@ -111,8 +111,8 @@ void Connection::identify_namespace(Cmd &c, uint16_t slot) {
   id->nsze = id->ncap = id->nuse = ns.backend->blocks();
   id->nlbaf = 0; // one format (0's based)
   id->flbas = 0;
-  id->nmic = 1;                                               // may be shared by controllers
-  id->dlfeat = ns.backend->kind() == Backing::File ? 0 : 0x9; // deallocated blocks read as zeroes
+  id->nmic = 1; // may be shared by controllers
+  id->dlfeat = ns.backend->deallocated_reads_zero() ? 0x9 : 0;
   id->anagrpid = ns.cfg.anagrpid;
   std::memcpy(id->nguid, ns.cfg.nguid.data(), sizeof id->nguid);
   id->lbaf[0].ds = ns.cfg.lba == 4096 ? 12 : 9;

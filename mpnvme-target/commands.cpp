@@ -38,7 +38,7 @@ void Connection::dispatch(uint16_t slot) {
     if (c.sqe.sgl_type() == kSglDataBlockOffset)
       return refuse(slot, kStatusSglTypeInvalid,
                     fmt::format("in-capsule SGL for {} bytes sent without data in the capsule", len));
-    c.in = ram_write_destination(c);
+    c.in = backend_write_destination(c);
     if (!c.in) {
       if (!ensure_buf(c, len)) return complete(slot, kStatusInternal);
       c.in = c.buf;

@@ -41,8 +41,6 @@ inline void put_padded(uint8_t *dst, size_t n, const std::string &s) {
   std::memcpy(dst, s.data(), std::min(n, s.size()));
 }
 
-enum class FileOp : uint8_t { Read, Write, Fsync, Deallocate, WriteZeroes };
-
 // What a connection needs from its event loop.
 class ConnIo {
 public:
@@ -152,8 +150,9 @@ private:
   void auth_expire(std::chrono::steady_clock::time_point now);
   void exec_admin(Cmd &c, uint16_t slot);
   void exec_io(Cmd &c, uint16_t slot);
-  void read_write(Cmd &c, uint16_t slot, Backend &be);
-  void deallocate(Cmd &c, uint16_t slot, Backend &be);
+  class SlotDone; // a command's BackendCompletion (io.cpp)
+  void read_write(Cmd &c, Backend &be, SlotDone &done);
+  void deallocate(Cmd &c, uint16_t slot, Backend &be, SlotDone &done);
   void refuse_lba_range(uint16_t slot, const Backend &be, uint64_t lba, uint64_t n);
   void connect(Cmd &c, uint16_t slot);
   void property_get(Cmd &c, uint16_t slot);
@@ -168,7 +167,7 @@ private:
   void features(Cmd &c, uint16_t slot, bool set);
   void return_data(Cmd &c, uint16_t slot, uint32_t len);
   Namespace *io_namespace(Cmd &c, uint16_t slot);
-  uint8_t *ram_write_destination(const Cmd &c);
+  uint8_t *backend_write_destination(const Cmd &c);
   void deliver_aens();
 
   Registry &reg_;

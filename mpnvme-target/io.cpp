@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
+#include <vector>
 
 #include "lib/base/log.hpp"
 #include "lib/wire/wire.hpp"
@@ -35,42 +36,60 @@ Namespace *Connection::io_namespace(Cmd &c, uint16_t slot) {
 // Should the write still fail (a data digest error, an ANA change before
 // it runs), its blocks hold part of the new data: NVMe leaves the blocks of
 // a failed write undefined, and the host writes them again.
-uint8_t *Connection::ram_write_destination(const Cmd &c) {
+uint8_t *Connection::backend_write_destination(const Cmd &c) {
   if (!ctrl_ || qid_ == 0 || c.sqe.opcode() != kCmdWrite) return nullptr;
   auto &nss = ctrl_->subsys.namespaces;
   auto it = nss.find(c.sqe.nsid());
   if (it == nss.end() || !ana_usable(port_.ana(it->second.cfg.anagrpid))) return nullptr;
   Backend &be = *it->second.backend;
-  if (be.kind() != Backing::Ram) return nullptr;
   const uint64_t slba = c.sqe.slba(), nlb = c.sqe.nlb();
   if (!be.contains(slba, nlb) || c.sqe.sgl_len() != nlb * be.lba()) return nullptr;
-  return be.memory() + slba * be.lba();
+  return be.write_destination(slba * be.lba(), nlb * be.lba());
 }
+
+// What a backend may do with the command in `slot`: finish it now, name
+// its read data, use the command's buffer, or hand an operation to the
+// event loop (on_file_done completes it).
+class Connection::SlotDone final : public BackendCompletion {
+public:
+  SlotDone(Connection &conn, Cmd &c, uint16_t slot) : conn_(conn), c_(c), slot_(slot) {}
+  void complete(uint16_t status) override { conn_.complete(slot_, status); }
+  void refuse(uint16_t status, const std::string &why) override { conn_.refuse(slot_, status, why); }
+  void send_data(const uint8_t *data, uint32_t len) override {
+    c_.out = data; // sent straight from there
+    c_.out_len = len;
+  }
+  uint8_t *buffer(uint32_t len) override { return conn_.ensure_buf(c_, len) ? c_.buf : nullptr; }
+  void submit(FileOp op, int fd, uint8_t *buf, uint64_t len, uint64_t off) override {
+    conn_.file_ops_++;
+    conn_.io_.submit_file(conn_, slot_, op, fd, buf, len, off);
+  }
+
+private:
+  Connection &conn_;
+  Cmd &c_;
+  const uint16_t slot_;
+};
 
 void Connection::exec_io(Cmd &c, uint16_t slot) {
   Namespace *ns = io_namespace(c, slot);
   if (!ns) return;
   Backend &be = *ns->backend;
+  SlotDone done(*this, c, slot);
   switch (c.sqe.opcode()) {
   case kCmdRead:
-  case kCmdWrite: return read_write(c, slot, be);
-  case kCmdFlush:
-    if (be.kind() != Backing::File) return complete(slot, 0);
-    file_ops_++;
-    io_.submit_file(*this, slot, FileOp::Fsync, be.fd(), nullptr, 0, 0);
-    return;
+  case kCmdWrite: {
+    const uint64_t slba = c.sqe.slba(), nlb = c.sqe.nlb();
+    if (!be.contains(slba, nlb)) return refuse_lba_range(slot, be, slba, nlb);
+    return read_write(c, be, done);
+  }
+  case kCmdFlush: return be.flush(done);
   case kCmdWriteZeroes: {
     const uint64_t slba = c.sqe.slba(), nlb = c.sqe.nlb();
     if (!be.contains(slba, nlb)) return refuse_lba_range(slot, be, slba, nlb);
-    if (be.kind() == Backing::File) {
-      file_ops_++;
-      io_.submit_file(*this, slot, FileOp::WriteZeroes, be.fd(), nullptr, nlb * be.lba(), slba * be.lba());
-      return;
-    }
-    be.zero(slba * be.lba(), nlb * be.lba());
-    return complete(slot, 0);
+    return be.write_zeroes(slba * be.lba(), nlb * be.lba(), done);
   }
-  case kCmdDsm: return deallocate(c, slot, be);
+  case kCmdDsm: return deallocate(c, slot, be, done);
   default: return refuse(slot, kStatusInvalidOpcode, fmt::format("I/O opcode {:#04x} is not supported", c.sqe.opcode()));
   }
 }
@@ -79,66 +98,31 @@ void Connection::refuse_lba_range(uint16_t slot, const Backend &be, uint64_t lba
   refuse(slot, kStatusLbaOutOfRange, fmt::format("LBAs {}..{} beyond the namespace's {}", lba, lba + n - 1, be.blocks()));
 }
 
-// Read and Write: RAM namespaces answer from (and took R2T data straight
-// into) their memory; file namespaces go through the event loop.
-void Connection::read_write(Cmd &c, uint16_t slot, Backend &be) {
+// Read and Write of blocks the namespace has: the SGL must match them.
+void Connection::read_write(Cmd &c, Backend &be, SlotDone &done) {
   const uint8_t op = c.sqe.opcode();
-  const uint64_t slba = c.sqe.slba(), nlb = c.sqe.nlb();
-  if (!be.contains(slba, nlb)) return refuse_lba_range(slot, be, slba, nlb);
-  const uint64_t off = slba * be.lba(), len = nlb * be.lba();
+  const uint64_t off = c.sqe.slba() * be.lba(), len = c.sqe.nlb() * be.lba();
   if (c.sqe.sgl_len() != len || (op == kCmdWrite && c.data_len != len))
-    return refuse(slot, kStatusSglLengthInvalid,
-                  fmt::format("{} LBAs ({} bytes) with a {}-byte SGL", nlb, len, op == kCmdWrite ? c.data_len : c.sqe.sgl_len()));
-  switch (be.kind()) {
-  case Backing::Ram:
-    if (op == kCmdWrite) {
-      if (c.in != be.memory() + off) std::memcpy(be.memory() + off, c.in, len); // in-capsule data
-    } else {
-      c.out = be.memory() + off; // sent straight from the namespace
-      c.out_len = static_cast<uint32_t>(len);
-    }
-    return complete(slot, 0);
-  case Backing::Null:
-    if (op == kCmdRead) {
-      if (!ensure_buf(c, static_cast<uint32_t>(len))) return complete(slot, kStatusInternal);
-      std::memset(c.buf, 0, len);
-      c.out = c.buf;
-      c.out_len = static_cast<uint32_t>(len);
-    }
-    return complete(slot, 0);
-  case Backing::File:
-    if (op == kCmdRead && !ensure_buf(c, static_cast<uint32_t>(len))) return complete(slot, kStatusInternal);
-    file_ops_++;
-    io_.submit_file(*this, slot, op == kCmdRead ? FileOp::Read : FileOp::Write, be.fd(), c.buf, len, off);
-    return;
-  }
+    return done.refuse(kStatusSglLengthInvalid, fmt::format("{} LBAs ({} bytes) with a {}-byte SGL", c.sqe.nlb(), len,
+                                                            op == kCmdWrite ? c.data_len : c.sqe.sgl_len()));
+  if (op == kCmdRead) return be.read(off, static_cast<uint32_t>(len), done);
+  be.write(off, static_cast<uint32_t>(len), c.in, done);
 }
 
 // Dataset Management: only the deallocate attribute does anything.
-void Connection::deallocate(Cmd &c, uint16_t slot, Backend &be) {
+void Connection::deallocate(Cmd &c, uint16_t slot, Backend &be, SlotDone &done) {
   const uint32_t nr = (c.sqe.cdw(10) & 0xff) + 1;
   if (c.data_len < nr * kDsmRangeLen)
     return refuse(slot, kStatusSglLengthInvalid, fmt::format("{} ranges in {} bytes", nr, c.data_len));
   if (!(c.sqe.cdw(11) & (1u << 2))) return complete(slot, 0); // no deallocate: hints only
+  std::vector<ByteRange> ranges(nr);
   for (uint32_t i = 0; i < nr; i++) {
     const uint8_t *r = c.buf + i * kDsmRangeLen;
     const uint64_t lba = wire::get64(r, 8), n = wire::get32(r, 4);
     if (n && !be.contains(lba, n)) return refuse_lba_range(slot, be, lba, n);
+    ranges[i] = {lba * be.lba(), n * be.lba()};
   }
-  if (be.kind() == Backing::File) {
-    // One range per file operation keeps the bookkeeping simple; hosts
-    // (Linux, fio) send one range per command.
-    if (nr != 1) return refuse(slot, kStatusInvalidField, fmt::format("{} ranges in one deallocate on a file namespace", nr));
-    file_ops_++;
-    io_.submit_file(*this, slot, FileOp::Deallocate, be.fd(), nullptr, wire::get32(c.buf, 4) * uint64_t(be.lba()),
-                    wire::get64(c.buf, 8) * be.lba());
-    return;
-  }
-  for (uint32_t i = 0; i < nr; i++) {
-    const uint8_t *r = c.buf + i * kDsmRangeLen;
-    be.zero(wire::get64(r, 8) * be.lba(), uint64_t(wire::get32(r, 4)) * be.lba());
-  }
-  complete(slot, 0);
+  be.deallocate(ranges, done);
 }
 
 void Connection::on_file_done(uint16_t slot, int res) {

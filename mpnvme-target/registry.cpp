@@ -75,7 +75,7 @@ Registry::Registry(const TargetConfig &cfg) : backoff_(std::chrono::milliseconds
     s.cfg = sc;
     for (const auto &nc : sc.namespaces) {
       if (!nc.enable) continue;
-      Namespace ns{nc, Backend::open(nc)};
+      Namespace ns{nc, open_backend(nc)};
       log().info("subsystem {} namespace {}: {} ({} blocks of {} bytes)", sc.nqn, nc.nsid, nc.spec(), ns.backend->blocks(),
                  nc.lba);
       s.namespaces.emplace(nc.nsid, std::move(ns));

@@ -1,19 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "mpnvme-target/backend.hpp"
-
+// ram:SIZE: the namespace is an anonymous mapping. Reads are sent straight
+// from it, writes received straight into it (write_destination); every
+// command completes inline.
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <linux/fs.h>
 #include <stdexcept>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "lib/base/log.hpp"
+#include "mpnvme-target/backend.hpp"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22 // Linux 5.14
@@ -41,65 +38,57 @@ void map_for_reading(uint8_t *mem, size_t len, uint32_t nsid) {
               std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count());
 }
 
-} // namespace
-
-std::unique_ptr<Backend> Backend::open(const NamespaceConfig &cfg) {
-  std::unique_ptr<Backend> b(new Backend);
-  b->kind_ = cfg.backing;
-  b->lba_ = cfg.lba;
-  switch (cfg.backing) {
-  case Backing::Null: b->bytes_ = cfg.size; break;
-  case Backing::Ram: {
-    b->bytes_ = cfg.size;
+class RamBackend final : public Backend {
+public:
+  explicit RamBackend(const NamespaceConfig &cfg) : Backend(cfg.size, cfg.lba) {
     // MAP_NORESERVE: pages are only committed when written.
     void *m = mmap(nullptr, cfg.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
       throw std::runtime_error(fmt::format("namespace {} ({}): mmap: {}", cfg.nsid, cfg.spec(), strerror(errno)));
-    b->mem_ = static_cast<uint8_t *>(m);
-    map_for_reading(b->mem_, cfg.size, cfg.nsid);
-    break;
+    mem_ = static_cast<uint8_t *>(m);
+    map_for_reading(mem_, cfg.size, cfg.nsid);
   }
-  case Backing::File: {
-    b->fd_ = ::open(cfg.path.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);
-    if (b->fd_ < 0)
-      throw std::runtime_error(fmt::format("namespace {}: open {} (O_DIRECT): {}", cfg.nsid, cfg.path, strerror(errno)));
-    struct stat st {};
-    fstat(b->fd_, &st);
-    if (S_ISBLK(st.st_mode)) {
-      uint64_t sz = 0;
-      ioctl(b->fd_, BLKGETSIZE64, &sz);
-      b->bytes_ = sz;
-    } else if (S_ISREG(st.st_mode)) {
-      b->bytes_ = static_cast<uint64_t>(st.st_size);
-    } else {
-      throw std::runtime_error(fmt::format("namespace {}: {} is neither a regular file nor a block device", cfg.nsid, cfg.path));
-    }
-    b->bytes_ -= b->bytes_ % cfg.lba;
-    if (!b->bytes_)
-      throw std::runtime_error(fmt::format("namespace {}: {} is smaller than one {}-byte block", cfg.nsid, cfg.path, cfg.lba));
-    break;
-  }
-  }
-  return b;
-}
+  ~RamBackend() override { munmap(mem_, bytes()); }
 
-Backend::~Backend() {
-  if (mem_) munmap(mem_, bytes_);
-  if (fd_ >= 0) ::close(fd_);
-}
+  bool deallocated_reads_zero() const override { return true; }
+  uint8_t *write_destination(uint64_t off, uint64_t) override { return mem_ + off; }
+  void read(uint64_t off, uint32_t len, BackendCompletion &done) override {
+    done.send_data(mem_ + off, len);
+    done.complete(0);
+  }
+  void write(uint64_t off, uint32_t len, uint8_t *data, BackendCompletion &done) override {
+    if (data != mem_ + off) std::memcpy(mem_ + off, data, len); // in-capsule data
+    done.complete(0);
+  }
+  void flush(BackendCompletion &done) override { done.complete(0); }
+  void write_zeroes(uint64_t off, uint64_t len, BackendCompletion &done) override {
+    zero(off, len);
+    done.complete(0);
+  }
+  void deallocate(std::span<const ByteRange> ranges, BackendCompletion &done) override {
+    for (const ByteRange &r : ranges)
+      zero(r.off, r.len);
+    done.complete(0);
+  }
 
-void Backend::zero(uint64_t off, uint64_t len) {
-  if (kind_ != Backing::Ram) return;
+private:
   // Whole pages go back to the kernel (and read as zeroes); edges are cleared.
-  const uint64_t page = 4096;
-  uint64_t a = (off + page - 1) / page * page, e = (off + len) / page * page;
-  if (a < e) {
-    std::memset(mem_ + off, 0, a - off);
-    madvise(mem_ + a, e - a, MADV_DONTNEED);
-    std::memset(mem_ + e, 0, off + len - e);
-  } else {
-    std::memset(mem_ + off, 0, len);
+  void zero(uint64_t off, uint64_t len) {
+    const uint64_t page = 4096;
+    const uint64_t a = (off + page - 1) / page * page, e = (off + len) / page * page;
+    if (a < e) {
+      std::memset(mem_ + off, 0, a - off);
+      madvise(mem_ + a, e - a, MADV_DONTNEED);
+      std::memset(mem_ + e, 0, off + len - e);
+    } else {
+      std::memset(mem_ + off, 0, len);
+    }
   }
-}
+  uint8_t *mem_ = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<Backend> open_ram_backend(const NamespaceConfig &cfg) { return std::make_unique<RamBackend>(cfg); }
 
 } // namespace mpnvme::target
