@@ -4,7 +4,7 @@
 #   make            build fio-mpnvme.so and libmpnvme (warnings are errors)
 #   make check      unit tests + kernel-lab integration tests (ASan/UBSan build)
 #   make demo       run jobs/demo.fio and print the result
-#   make bench      bench/run all: floors and the seed 000 matrix, report and plots
+#   make bench      bench/run all: floors, the matrix, priority pairs, the qemu lab; report and plots
 #   make install    PREFIX=/usr DESTDIR=...
 #   make deb        Debian binary package in ../ from the checkout
 #   make dist       Debian source package (with fio's source as a component) in ../

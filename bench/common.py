@@ -18,7 +18,7 @@ ENGINE = BUILD / "engine" / "fio-mpnvme.so"
 TARGET = BUILD / "mpnvme-target" / "mpnvme-target"
 FLOOR = BUILD / "bench" / "mpnvme-floor"
 LAB = ROOT / "toolkit" / "lab" / "mpnvme-lab"
-# The target and fio on different CPUs (seed 004: never share a core).
+# The target and fio on different CPUs: a shared core measures the scheduler, not either.
 TARGET_CPU, FIO_CPU = 0, 1
 # Like with like: the published runs used Linux's default congestion
 # control, cubic; this machine's default may be another (bbr, which does not
@@ -89,7 +89,7 @@ ALLOW_OVERSUBSCRIBE = False  # bench/run --allow-oversubscribe
 
 
 def check_placement(busy_threads, what):
-    """Seed 004: a figure measured with more spinning threads than cores
+    """A figure measured with more spinning threads than cores
     measures the scheduler, not the I/O path. Refused unless asked for."""
     cpus = os.cpu_count() or 1
     if busy_threads > cpus and not ALLOW_OVERSUBSCRIBE:
@@ -587,3 +587,19 @@ def flow_estimate(p, rtt_ms, flows, line_per_path_mib_s):
         if f:
             total += min(line_per_path_mib_s, f * flow_rate_mib_s(p, rtt / 1000))
     return total
+
+
+# The published NVMe-over-MPTCP figures (MiB/s read, write) from the
+# upstream selftest's commit message: 4 x 1 Gbit veth, kernel host and
+# nvmet, round-robin. Every report sets them beside ours as ratios to line.
+PUBLISHED = {
+    ("tcp", "round-robin", "lossless"): (455, 455),
+    ("mptcp", "round-robin", "lossless"): (445, 445),
+    ("tcp", "round-robin", "lossy"): (144, 100),
+    ("mptcp", "round-robin", "lossy"): (428, 431),
+}
+
+
+def mbit_to_mib_s(mbit):
+    """A link rate in Mbit/s as MiB/s of payload ceiling."""
+    return mbit * 1e6 / 8 / 1048576

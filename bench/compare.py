@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """bench/run compare REF1 REF2: is a change to the data path faster or
-slower, or within the noise? The runtime-ratio method of seed 003 (the MPTCP
+slower, or within the noise? The runtime-ratio method (the MPTCP
 scheduler refactor review): the same transfer, run alternately with each
 revision's engine and target, each run's actual time divided by the ideal
 time at the lab's line rate; then the ratio of the sums for each revision,
@@ -107,7 +107,7 @@ def report(res):
     verdict = ("within the noise" if res["within_noise"] else
                f"{'slower' if res['difference'] > 0 else 'faster'} beyond the noise")
     return "\n".join([
-        "## Compare: runtime ratio (seed 003's method)", "",
+        "## Compare: runtime ratio of two revisions", "",
         f"{res['workload']}, {res['runs']} runs each, interleaved, a fresh target per run. Ratio: actual time / ideal time "
         "at the line rate, summed over the runs.", "",
         "| revision | commit | sum actual / sum ideal | run-to-run stdev |", "|---|---|---|---|",

@@ -1,6 +1,6 @@
 #!/usr/local/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Runs inside the qemu kernel lab guest (bench/run seed000 --guest): the
+# Runs inside the qemu kernel lab guest (bench/run guest): the
 # plan's cells on mpnvme-lab paths made inside the guest, where the Debian
 # kernel has netem, the nvme-tcp host and native multipath. Each cell is
 # the engine (fio with fio-mpnvme.so) or the kernel host (mpnvme-nvmet

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Seed 000 in the qemu kernel lab: the cells this kernel cannot run here,
+"""The matrix in the qemu kernel lab: the cells this kernel cannot run here,
 inside a Debian guest (tests/kernel/lab.sh) that has netem, the nvme-tcp
 host and native multipath.
 
@@ -29,7 +29,7 @@ import time
 
 import common
 import guest_pairs
-from seed000 import PUBLISHED, mbit_to_mib_s
+from common import PUBLISHED, mbit_to_mib_s
 
 # Per path inside the guest: the one emulated vCPU (the 6.12 kernel does
 # not boot with 2 under TCG) keeps 4 x 40 Mbit of TCP at 0.95 of the line.
@@ -364,7 +364,7 @@ def kernel_mptcp_table(res, by, ratio, line):
 def report(res, runs):
     line = res["line_mib_s"]
     pub_line = mbit_to_mib_s(4000)  # the published setup: 4 x 1 Gbit
-    lines = ["## Seed 000 in the qemu kernel lab: delay, and the kernel host beside the engine", "",
+    lines = ["## The matrix in the qemu kernel lab: delay, and the kernel host beside the engine", "",
              f"Every cell here ran **inside a Debian guest** (Linux {guest_kernel(res)}, TCG, 1 vCPU) on "
              f"{res['paths']} x **{res['rate_mbit']} Mbit** mpnvme-lab paths (line {line:.1f} MiB/s), not at 1 Gbit. "
              f"Lossy: {res['loss_pct']} % loss + **{res['delay_ms']} ms** delay per path and direction: the selftest's "
@@ -415,7 +415,7 @@ def report(res, runs):
         lines += ["", f"Scale check: the lossless TCP cells (engine and kernel) reach {min(tcp):.2f}..{max(tcp):.2f} of the "
                   "scaled line: 0.9 or more means the emulated CPU is not what limits them."
                   + (f" The MPTCP cells reach {min(mptcp):.2f}..{max(mptcp):.2f}, as on this machine's 1 Gbit paths "
-                     "(seed000's lossless mptcp rows), where the CPU is not the limit either." if mptcp else "")]
+                     "(the matrix's lossless mptcp rows), where the CPU is not the limit either." if mptcp else "")]
     lines += loss_table(res, by)
     c = res["counters"].get("lossy")
     if c and c["sent"]["tx_packets"]:

@@ -22,9 +22,8 @@ both namespaces, the lab's drops, the flows on each path and the engine's
 most commands in flight per path."""
 import guest
 import common
-from seed000 import mbit_to_mib_s
 
-DEEP = 128  # the depth check's iodepth per job (the seed's guest workload: 32)
+DEEP = 128  # the depth check's iodepth per job (the guest matrix's workload: 32)
 ENGINE = [("engine", t, p) for t in ("tcp", "mptcp", f"tcp-qd{DEEP}", f"mptcp-qd{DEEP}") for p in ("round-robin", "queue-depth")
           if not (t.endswith(f"qd{DEEP}") and p == "queue-depth")]
 # Each engine cell's raw control runs right after it (guest.execute).

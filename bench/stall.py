@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """bench/run stall: how often an MPTCP run starts stalled. Issue 7's notes
 saw the first 0.5-2 s of about a third of 4-path MPTCP read runs carry almost
-nothing. This counts it: N runs (40) of the seed workload (128 KiB random
+nothing. This counts it: N runs (40) of the selftest's workload (128 KiB random
 reads, 4 jobs x QD256, 4 s, no ramp) over MPTCP with NVMe multipath
 round-robin on 4 x 1 Gbit paths, under cubic with the selftest's endpoints,
 a fresh target connection each run; a run is stalled when its first second
@@ -15,11 +15,10 @@ with the engine's mptcp_join_wait=1000; the lab's older endpoint setup, under
 cubic and under bbr, this machine's default: the conditions issue 7's runs
 had, so the counts before and after the bench's fixes come from one run);
 --case TEXT keeps only the cases whose name contains TEXT."""
-import json
 import os
 
 import common
-import seed000
+import multipath_lab
 
 def one(lab, tag, traddr_paths, seconds, extra=()):
     """First-second and whole-run MiB/s of one run, with the counters it moved."""
@@ -29,7 +28,7 @@ def one(lab, tag, traddr_paths, seconds, extra=()):
         common.nstat(lab.name, side)  # reset the history: the next read is this run's
     common.run_fio([*common.lab_fio(lab.name), f"--write_bw_log={bwlog}", "--log_avg_msec=250", "--name=stall",
                     f"--ioengine=external:{common.ENGINE}", f"--traddr={common.lab_paths(traddr_paths)}",
-                    f"--subnqn={seed000.NQN}", "--transport=mptcp", "--iopolicy=round-robin", "--rw=randread", "--bs=128k",
+                    f"--subnqn={multipath_lab.NQN}", "--transport=mptcp", "--iopolicy=round-robin", "--rw=randread", "--bs=128k",
                     "--numjobs=4", "--iodepth=256", "--thread=1", "--group_reporting=1", "--time_based=1",
                     f"--runtime={seconds}", "--size=2g", "--output-format=json", f"--output={out}", *extra], tag)
     counters = {side: common.nstat(lab.name, side) for side in ("host", "target")}
@@ -51,7 +50,7 @@ def run(runs, work, variants=False, seconds=4, only=""):
     if only:
         cases = [c for c in cases if only in c[0]]
     for name, traddr_paths, endpoints, cc, extra in cases:
-        lab = seed000.MatrixLab(f"s{os.getpid()}{endpoints[:3]}{traddr_paths}{cc[0]}", [1000] * 4, work, cc=cc,
+        lab = multipath_lab.MatrixLab(f"s{os.getpid()}{endpoints[:3]}{traddr_paths}{cc[0]}", [1000] * 4, work, cc=cc,
                                 endpoints=endpoints)
         try:
             line = lab.line_mib_s()

@@ -9,11 +9,10 @@ per GiB moved of fio and of the target; the report gives each as a ratio
 to the plaintext row of the same transport. Target on CPU 0, fio on CPU 1,
 as the floor."""
 import contextlib
-import os
 import socket
 import subprocess
 
-from common import FIO_CPU, TARGET, TARGET_CPU, die, median_spread, stop, wait_ready
+from common import TARGET, TARGET_CPU, median_spread, stop, wait_ready
 
 NQN = "nqn.2026-11.io.mpnvme:bench"
 HOST = "nqn.2026-12.io.mpnvme:bench-tls"

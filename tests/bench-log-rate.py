@@ -70,7 +70,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check("one job without a row", common.log_rate([log(d, "h.1.log", []),
                                                     log(d, "h.2.log", [(500, 0), (1000, 300), (1500, 300), (2000, 0)])]), 300)
     check("nothing completed", common.log_rate([log(d, "i.1.log", []), log(d, "i.2.log", [])]), 0)
-    # The interval is the log's, as the caller wrote it (seed001: 100 ms).
+    # The interval is the log's, as the caller wrote it (the priority experiment: 100 ms).
     check("100 ms rows", common.log_rate([log(d, "j.1.log", [(100, 0), (200, 50), (300, 50), (600, 50), (700, 0)])], 100),
           3 * 0.1 * 50 / 0.5)
     # One interval between the first and the last, its rows a millisecond

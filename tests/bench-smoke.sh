@@ -1,56 +1,56 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# bench/run seed000 and seed001 --smoke: the bench's machinery end to end
+# bench/run matrix and priority --smoke: the bench's machinery end to end
 # (lab, target, fio, results.json, report.md, plots) in about two minutes,
 # checked for shape and sense, never for speed: every cell moved data, the
 # report has the published figures beside ours, a TLS cell beside its
-# plaintext one, the plots are PNGs, one
-# MPTCP connection over 2 paths beats 1.5x one TCP path (numa), and the
-# latency job's median with its own HTB class stays below half its
-# median queued behind the bulk job (about a hundredth when it works; a
-# third was seen with make check loading the machine; 1 when the rule does
-# not classify).
+# plaintext one, the plots are PNGs, numa over TCP keeps to one path while
+# one MPTCP connection's subflows carry data on both (each at least a
+# quarter of the bytes: where, not how fast), and the latency job's median
+# with its own HTB class stays below half its median queued behind the
+# bulk job (about a hundredth when it works; a third was seen with make
+# check loading the machine; 1 when the rule does not classify).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$(mktemp -d /tmp/mpnvme-bench-smoke.XXXXXX)
 trap 'rc=$?; if ((rc == 0)); then rm -rf "$out"; else echo "results kept in $out"; fi' EXIT
-"$root/bench/run" seed000 --smoke --out "$out" >"$out/run.log" 2>&1 || { tail -30 "$out/run.log"; echo "FAIL: bench/run"; exit 1; }
+"$root/bench/run" matrix --smoke --out "$out" >"$out/run.log" 2>&1 || { tail -30 "$out/run.log"; echo "FAIL: bench/run"; exit 1; }
 json=$out/results.json
 fail() { echo "FAIL: $*"; exit 1; }
-[[ $(jq '.seed000.matrix | length' "$json") == 8 ]] || fail "expected 8 matrix cells: $(jq -c '.seed000.matrix | length' "$json")"
-jq -e '[.seed000.matrix[], .seed000.extra[] | .randread.mib_s.median, .randwrite.mib_s.median] | all(. > 0)' "$json" >/dev/null ||
+[[ $(jq '.matrix.matrix | length' "$json") == 8 ]] || fail "expected 8 matrix cells: $(jq -c '.matrix.matrix | length' "$json")"
+jq -e '[.matrix.matrix[], .matrix.extra[] | .randread.mib_s.median, .randwrite.mib_s.median] | all(. > 0)' "$json" >/dev/null ||
   fail "a cell moved no data"
 jq -e '.meta.target_cpu != .meta.fio_cpu' "$json" >/dev/null || fail "target and fio share a CPU"
-grep -q '^## Seed 000' "$out/report.md" || fail "report.md has no seed 000 section"
+grep -q '^## The matrix' "$out/report.md" || fail "report.md has no matrix section"
 # The TLS cell: MPTCP round-robin with every port requiring TLS, beside its
 # plaintext cell, with its CPU per GiB.
-jq -e '.seed000.tls | length == 1 and (.[0] | .transport == "mptcp" and .iopolicy == "round-robin" and
+jq -e '.matrix.tls | length == 1 and (.[0] | .transport == "mptcp" and .iopolicy == "round-robin" and
   .randread.mib_s.median > 0 and .randwrite.mib_s.median > 0 and .randread.target_cpu_s_per_gib.median > 0)' "$json" >/dev/null ||
-  fail "the TLS cell is missing or moved no data: $(jq -c '.seed000.tls' "$json")"
+  fail "the TLS cell is missing or moved no data: $(jq -c '.matrix.tls' "$json")"
 grep -qE '^\| mptcp \| round-robin \| [0-9]+ \([0-9.]+\) .*\| [0-9.]+ \| [0-9]+ \([0-9.]+\) .*\| [0-9.]+ \| [0-9.]+ \([0-9.]+\) \|' "$out/report.md" ||
   fail "report.md lacks the TLS row beside plaintext: $(grep -A4 'TLS 1.3 on the same paths' "$out/report.md")"
 grep -q '| cubic | tcp | round-robin | lossless | .* | 455 (0.95) | 455 (0.95) |' "$out/report.md" ||
   fail "the published figures are missing from the table"
 # Like with like: every cell says how it was measured.
-jq -e --arg k "$(uname -r)" '[.seed000.matrix[], .seed000.extra[]] | all(.cc == "cubic" and .kernel == $k and
+jq -e --arg k "$(uname -r)" '[.matrix.matrix[], .matrix.extra[]] | all(.cc == "cubic" and .kernel == $k and
   .endpoints == "all" and .cc_measured.host == "cubic" and .cc_measured.target == "cubic" and
   .endpoint_count.host == 2 and .endpoint_count.target == 2 and (.where | length > 0) and (.rates_mbit | length == 2) and (.conditions | length > 0))' "$json" \
-  >/dev/null || fail "a cell lacks its cc, kernel, endpoint setup, rates or conditions: $(jq -c '.seed000.matrix[0] |
+  >/dev/null || fail "a cell lacks its cc, kernel, endpoint setup, rates or conditions: $(jq -c '.matrix.matrix[0] |
   {cc, kernel, endpoints, where, rates_mbit, conditions}' "$json")"
-jq -e '[.seed000.matrix[] | select(.condition == "lossy") | .conditions] | all(test("loss"))' "$json" >/dev/null ||
+jq -e '[.matrix.matrix[] | select(.condition == "lossy") | .conditions] | all(test("loss"))' "$json" >/dev/null ||
   fail "a lossy cell does not say so"
 grep -q '| cubic | tcp | numa | 0.5 % loss' "$out/report.md" || fail "the lossy cells do not name their conditions in the table"
 # Subflows and bytes per path are measured: TCP has none; MPTCP's one
 # connection over 2 paths has at least 2 subflows and both paths carried bytes.
-jq -e '[.seed000.matrix[] | select(.transport == "tcp") | .randread.subflows[]] | all(. == 0)' "$json" >/dev/null ||
+jq -e '[.matrix.matrix[] | select(.transport == "tcp") | .randread.subflows[]] | all(. == 0)' "$json" >/dev/null ||
   fail "TCP cells report MPTCP subflows"
-jq -e '[.seed000.extra[] | select(.condition == "lossless") | .randread | (.subflows[0] >= 2) and
+jq -e '[.matrix.extra[] | select(.condition == "lossless") | .randread | (.subflows[0] >= 2) and
   (.path_bytes | length == 2 and all(. > 1000000))] | length > 0 and all' "$json" >/dev/null ||
-  fail "one MPTCP connection: subflows or per-path bytes missing: $(jq -c '.seed000.extra[0].randread | {subflows, path_bytes}' "$json")"
+  fail "one MPTCP connection: subflows or per-path bytes missing: $(jq -c '.matrix.extra[0].randread | {subflows, path_bytes}' "$json")"
 # Every cell has its raw-transport control, measured, and engine / raw.
-jq -e '[.seed000.matrix[], .seed000.extra[] | .randread, .randwrite | (.raw_mib_s.median > 0) and
+jq -e '[.matrix.matrix[], .matrix.extra[] | .randread, .randwrite | (.raw_mib_s.median > 0) and
   (.engine_per_raw > 0) and ((.engine_per_raw - .mib_s.median / .raw_mib_s.median) | fabs < 1e-9)] | all' "$json" \
-  >/dev/null || fail "a cell lacks its raw control or engine/raw: $(jq -c '.seed000.matrix[0].randread |
+  >/dev/null || fail "a cell lacks its raw control or engine/raw: $(jq -c '.matrix.matrix[0].randread |
   {raw_mib_s, engine_per_raw}' "$json")"
 # The wire over each run's window, and the stall counts, are measured per
 # cell: the wire is above zero and below what the line allows (frames and
@@ -60,54 +60,60 @@ jq -e '[.seed000.matrix[], .seed000.extra[] | .randread, .randwrite | (.raw_mib_
 # reads half, and a rate that kept fio's last interval (the completions of
 # the commands in flight when the time was up) read 1.02..1.15x its wire
 # where it now reads within 0.5 % of it.
-bad=$(jq -c '[.seed000.matrix[], .seed000.extra[] | .line_mib_s as $line | .randread, .randwrite |
+bad=$(jq -c '[.matrix.matrix[], .matrix.extra[] | .line_mib_s as $line | .randread, .randwrite |
   select(((.wire_mib_s.median > 0) and (.wire_mib_s.median < 1.1 * $line) and (.stalls.ramp | type == "number") and
   (.stalls.window <= .runs)) | not) | {mib_s: .mib_s.median, wire_mib_s: .wire_mib_s.median, stalls, runs}]' "$json")
 [[ $bad == "[]" ]] || fail "cells whose wire rate or stall counts make no sense: $bad"
-jq -e '[.seed000.matrix[] | select(.transport == "tcp" and .iopolicy == "round-robin" and .condition == "lossless") |
+jq -e '[.matrix.matrix[] | select(.transport == "tcp" and .iopolicy == "round-robin" and .condition == "lossless") |
   .randread, .randwrite | (.wire_mib_s.median > 0.9 * .mib_s.median) and (.wire_mib_s.median < 1.1 * .mib_s.median)] |
-  all' "$json" >/dev/null || fail "lossless TCP round-robin: the wire is far from what the engine moved: $(jq -c '[.seed000.matrix[] |
+  all' "$json" >/dev/null || fail "lossless TCP round-robin: the wire is far from what the engine moved: $(jq -c '[.matrix.matrix[] |
   select(.transport == "tcp" and .iopolicy == "round-robin" and .condition == "lossless") | .randread, .randwrite |
   {mib_s: .mib_s.median, wire: .wire_mib_s.median}]' "$json")"
 grep -q '^Stalls in the ramp' "$out/report.md" || fail "report.md does not count the stalls"
 # The MPTCP control used MPTCP (subflows), the TCP one did not.
-jq -e '[.seed000.matrix[] | select(.transport == "mptcp") | .randread.raw_subflows[]] | all(. >= 1)' "$json" >/dev/null ||
+jq -e '[.matrix.matrix[] | select(.transport == "mptcp") | .randread.raw_subflows[]] | all(. >= 1)' "$json" >/dev/null ||
   fail "an MPTCP control ran without MPTCP"
 grep -q '| raw read | read / raw |' "$out/report.md" || fail "the table has no raw control columns"
-grep -q 'seed000-matrix.png' "$out/report.md" || fail "report.md does not embed the plot"
-[[ $(head -c 8 "$out/seed000-matrix.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "seed000-matrix.png is not a PNG"
-(($(stat -c %s "$out/seed000-matrix.png") > 10000)) || fail "seed000-matrix.png is nearly empty"
+grep -q 'matrix.png' "$out/report.md" || fail "report.md does not embed the plot"
+[[ $(head -c 8 "$out/matrix.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "matrix.png is not a PNG"
+(($(stat -c %s "$out/matrix.png") > 10000)) || fail "matrix.png is nearly empty"
 # numa uses one controller: over TCP one path, over MPTCP one connection
-# whose subflows use both.
+# whose subflows use both. What is checked is where the bytes went, not
+# how fast: a throughput ratio belongs to the bench's report.
 # One MPTCP connection sometimes stalls for a second at the start (the
-# kernel's, docs/design.md: 3 of 40 runs); in a 2 s run that halves it, and
-# then what is checked is that the bench saw the stall and flagged the cell.
-read -r mp one stalled < <(jq -r '.seed000.matrix | map(select(.condition == "lossless" and .iopolicy == "numa")) |
-  (map(select(.transport == "mptcp"))[0].randread) as $m |
-  "\($m.mib_s.median) \(map(select(.transport == "tcp"))[0].randread.mib_s.median) \($m.stalls.window)"' "$json")
+# kernel's, docs/design.md: 3 of 40 runs); then the bench must have seen the
+# stall and flagged the cell.
+share() { # TRANSPORT: each path's share of the numa cell's read bytes, in percent
+  jq -r --arg t "$1" '.matrix.matrix | map(select(.condition == "lossless" and .iopolicy == "numa" and .transport == $t))[0].randread.path_bytes |
+    (add) as $all | map(. * 100 / $all | floor) | join(" ")' "$json"
+}
+read -r tcp1 tcp2 < <(share tcp)
+read -r mp1 mp2 < <(share mptcp)
+((tcp1 >= 90 || tcp2 >= 90)) || fail "numa over TCP spread its reads over both paths (${tcp1}/${tcp2} %)"
+stalled=$(jq '.matrix.matrix | map(select(.condition == "lossless" and .iopolicy == "numa" and .transport == "mptcp"))[0].randread.stalls.window' "$json")
 if ((stalled > 0)); then
   grep -qE '^\| cubic \| mptcp \| numa \| lossless \| [^|]*\[!stalled in [0-9]+ of [0-9]+\]' "$out/report.md" ||
-    fail "one MPTCP connection stalled ($mp MiB/s) and its cell is not flagged: $(grep '| mptcp | numa | lossless' "$out/report.md")"
-  echo "ok: one MPTCP connection over 2 paths stalled in its window ($mp MiB/s), flagged"
+    fail "one MPTCP connection stalled and its cell is not flagged: $(grep '| mptcp | numa | lossless' "$out/report.md")"
+  echo "ok: one MPTCP connection over 2 paths stalled in its window, flagged"
 else
-  awk -v a="$mp" -v b="$one" 'BEGIN { exit !(a > 1.5 * b) }' || fail "one MPTCP connection over 2 paths ($mp MiB/s) not above 1.5x one TCP path ($one)"
+  ((mp1 >= 25 && mp2 >= 25)) || fail "one MPTCP connection's subflows did not carry data on both paths (${mp1}/${mp2} %)"
 fi
 grep -A3 '^| cc | transport | iopolicy' "$out/report.md"
-echo "ok: one MPTCP connection over 2 paths $mp MiB/s, one TCP path $one MiB/s"
+echo "ok: numa reads per path: TCP ${tcp1}/${tcp2} %, one MPTCP connection ${mp1}/${mp2} %"
 
-"$root/bench/run" seed001 --smoke --out "$out/s1" >"$out/run1.log" 2>&1 || { tail -30 "$out/run1.log"; echo "FAIL: bench/run seed001"; exit 1; }
+"$root/bench/run" priority --smoke --out "$out/s1" >"$out/run1.log" 2>&1 || { tail -30 "$out/run1.log"; echo "FAIL: bench/run priority"; exit 1; }
 json=$out/s1/results.json
-[[ $(jq -c '[.seed001.cells[] | "\(.transport) \(.direction)"]' "$json") == '["tcp write","tcp read"]' ]] ||
-  fail "seed001 cells: $(jq -c '[.seed001.cells[] | .case]' "$json")"
-jq -e '[.seed001.cells[].conditions[] | .iops.median, (.clat_us | length)] | all(. > 0)' "$json" >/dev/null ||
-  fail "a seed001 run did no I/O or logged none"
-jq -e '[.seed001.cells[].conditions | .contended.bulk_mib_s.median, .classes.bulk_mib_s.median] | all(. > 0)' "$json" >/dev/null ||
+[[ $(jq -c '[.priority.cells[] | "\(.transport) \(.direction)"]' "$json") == '["tcp write","tcp read"]' ]] ||
+  fail "priority cells: $(jq -c '[.priority.cells[] | .case]' "$json")"
+jq -e '[.priority.cells[].conditions[] | .iops.median, (.clat_us | length)] | all(. > 0)' "$json" >/dev/null ||
+  fail "a priority run did no I/O or logged none"
+jq -e '[.priority.cells[].conditions | .contended.bulk_mib_s.median, .classes.bulk_mib_s.median] | all(. > 0)' "$json" >/dev/null ||
   fail "the bulk job moved nothing"
 while read -r dir contended classes; do
   awk -v c="$contended" -v p="$classes" 'BEGIN { exit !(p * 2 < c) }' ||
     fail "$dir: the latency job's p50 with its class ($classes us) is not below half the contended one ($contended us)"
   echo "ok: $dir p50 contended $contended us, with classes $classes us"
-done < <(jq -r '.seed001.cells[] | "\(.direction) \(.conditions.contended.p50.median) \(.conditions.classes.p50.median)"' "$json")
-grep -q '^## Seed 001' "$out/s1/report.md" || fail "report.md has no seed 001 section"
-[[ $(head -c 8 "$out/s1/seed001-latency-cdf.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "seed001-latency-cdf.png is not a PNG"
+done < <(jq -r '.priority.cells[] | "\(.direction) \(.conditions.contended.p50.median) \(.conditions.classes.p50.median)"' "$json")
+grep -q '^## Priority pairs' "$out/s1/report.md" || fail "report.md has no priority section"
+[[ $(head -c 8 "$out/s1/priority-latency-cdf.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] || fail "priority-latency-cdf.png is not a PNG"
 echo PASS

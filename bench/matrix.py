@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Seed 000: the NVMe-over-MPTCP matrix of the upstream selftest
+"""The matrix: NVMe multipath over TCP and MPTCP as the upstream selftest
 (mptcp_nvme.sh), on mpnvme-lab paths against mpnvme-target.
 
 Workload as in jobs/mptcp-nvme-seed.fio: 128 KiB random reads, then random
@@ -26,120 +26,16 @@ guest runs them with delay in the qemu kernel lab). Lossy cells run per
 wire segment and per GSO packet (mpnvme-lab --loss-unit)."""
 import json
 import os
-import pathlib
 import statistics
 import subprocess
 import time
 
 import common
+from common import PUBLISHED, mbit_to_mib_s  # noqa: F401 (the report uses both)
+from multipath_lab import JOBS, NQN, MatrixLab
 
-PUBLISHED = {  # MiB/s (read, write), from the selftest's commit message
-    ("tcp", "round-robin", "lossless"): (455, 455),
-    ("mptcp", "round-robin", "lossless"): (445, 445),
-    ("tcp", "round-robin", "lossy"): (144, 100),
-    ("mptcp", "round-robin", "lossy"): (428, 431),
-}
 POLICIES = ("numa", "round-robin", "queue-depth", "service-time")
 HEADLINE_RUNS = 3
-JOBS = 4  # numjobs of the seed workload: each job has its own I/O queue (connection) on each path
-NQN = "nqn.2026-11.io.mpnvme:seed000"
-
-
-def mbit_to_mib_s(mbit):
-    return mbit * 1e6 / 8 / 1048576
-
-
-class MatrixLab:
-    """A private mpnvme-lab topology with mpnvme-target serving every path."""
-
-    def __init__(self, name, rates, work, loss=0.0, delay_ms=0, iodepth=256, cc=common.DEFAULT_CC,
-                 endpoints=common.ENDPOINTS, tls_key=None, loss_unit="segment"):
-        self.name, self.rates, self.work, self.iodepth = name, rates, work, iodepth
-        # tls_key: every port requires TLS 1.3 and fio's host brings this PSK.
-        target_tls = ["--tls", "--tls-key", f"{TLS_HOST}=@{tls_key}"] if tls_key else []
-        self.fio_extra = ["--tls=1", f"--tls_key_file={tls_key}", f"--hostnqn={TLS_HOST}"] if tls_key else []
-        self.paths = len(rates)
-        self.context = common.cell_context(cc, rates, loss, delay_ms, endpoints, loss_unit=loss_unit)
-        args = ["up", "--paths", str(self.paths), "--rate", ",".join(f"{r}mbit" for r in rates), "--cc", cc,
-                "--endpoints", endpoints, "--loss-unit", loss_unit]
-        if delay_ms:
-            args += ["--delay", str(delay_ms)]
-        self.lab(*args)
-        self.context |= common.lab_conditions(name, cc, endpoints)
-        for p in range(1, self.paths + 1):
-            if loss:
-                self.lab("loss", str(p), str(loss))
-        self.target = common.start_lab_target(name, common.TARGET, self.paths, NQN, "ram:2g", work / f"target-{name}.log",
-                                              target_tls)
-        self.sink = common.start_control_sink(name, self.paths, work / f"sink-{name}.log")
-
-    def lab(self, *args):
-        return common.lab(self.name, *args)
-
-    def line_mib_s(self):
-        return mbit_to_mib_s(sum(self.rates))
-
-    def wire_bytes(self, rw):
-        """Bytes the host side of each path received (reads) or sent (writes)."""
-        key = "rx_bytes" if rw == "randread" else "tx_bytes"
-        return [p[key] for p in json.loads(self.lab("counters", "--json"))["paths"]]
-
-    def fio(self, tag, transport, iopolicy, rw, runtime, ramp, paths=None, extra=()):
-        """One fio run of the seed workload in the host namespace; returns
-        steady (MiB/s from the bandwidth log), fio_cpu and target_cpu
-        (seconds over fio's window), bytes, wire (MiB/s the paths carried in
-        that window), fio_mib_s (fio's own figure), path_bytes (per path,
-        the whole run), subflows (per connection) and stalls (on the wire:
-        [(start, seconds)] in the ramp and in the window)."""
-        out, bwlog, stats = self.work / f"{tag}.json", self.work / f"{tag}-bw", self.work / f"{tag}-paths.jsonl"
-        cmd = [*common.lab_fio(self.name), f"--write_bw_log={bwlog}", f"--log_avg_msec={common.STEADY_LOG_MS}", "--name=seed", f"--ioengine=external:{common.ENGINE}", f"--traddr={common.lab_paths(paths or self.paths)}",
-               f"--subnqn={NQN}", f"--transport={transport}", f"--iopolicy={iopolicy}", f"--rw={rw}", "--bs=128k",
-               f"--numjobs={JOBS}", f"--iodepth={self.iodepth}", "--thread=1", "--group_reporting=1", "--time_based=1",
-               f"--runtime={runtime}", f"--ramp_time={ramp}", "--size=2g", "--output-format=json",
-               f"--output={out}", f"--path_stats={stats}", *self.fio_extra, *extra]
-        sampler = common.CpuSampler(self.target.pid)
-        wire_sampler = common.WireSampler(self.name, self.paths, rw == "randread")
-        flows, loss_before = common.FlowSampler(self.name, self.paths, 4420), common.lab_loss(self.name)
-        common.run_fio(cmd, tag, cwd=self.work)
-        sampler.stop()
-        wire_sampler.stop()
-        flows = flows.stop()
-        loss = common.loss_delta(loss_before, common.lab_loss(self.name), rw == "randread")
-        result = common.fio_json(out)
-        job = result["jobs"][0]
-        ddir = "read" if rw == "randread" else "write"
-        d = job[ddir]
-        # The target's CPU over the window fio counted its bytes in (the
-        # drain after the time is up included: so are its bytes); the wire
-        # over the window of the bandwidth log the cell's rate comes from.
-        target_cpu = sampler.between(*common.fio_window(result, ddir))
-        logs = sorted(self.work.glob(f"{tag}-bw_bw.*.log"))
-        window = common.log_window(result, ddir, logs)
-        wire = wire_sampler.mib_s(*window)
-        # Stalls on the wire: in the ramp (once I/O first ran at a quarter
-        # of the line: set-up before it is not a stall), and in the window,
-        # where they lower the cell.
-        first = wire_sampler.first_flow(self.line_mib_s()) or window[0]
-        stalls = {"ramp": wire_sampler.holes(first, window[0], self.line_mib_s()),
-                  "window": wire_sampler.holes(*window, self.line_mib_s())}
-        fio_cpu = (job["usr_cpu"] + job["sys_cpu"]) / 100 * d["runtime"] / 1000
-        steady = common.steady_mib_s(logs)
-        return {"steady": steady, "fio_cpu": fio_cpu, "target_cpu": target_cpu, "bytes": d["io_bytes"], "wire": wire,
-                "fio_mib_s": d["bw_bytes"] / 1048576, "path_bytes": wire_sampler.path_bytes(), "subflows": common.path_subflows(stats),
-                "stalls": stalls, "flows": flows, "loss": loss}
-
-    def control(self, transport, rw, runtime, ramp, paths=None):
-        """The raw control beside an engine run (mpnvme-floor stream): as many
-        connections on each path as the engine has there, one per job; with
-        its flows and what the loss did to it."""
-        flows, loss_before = common.FlowSampler(self.name, self.paths, common.CONTROL_PORT), common.lab_loss(self.name)
-        out = common.control_stream(self.name, paths or self.paths, transport, rw == "randread", ramp, runtime, per_path=JOBS)
-        return out | {"flows": flows.stop(), "loss": common.loss_delta(loss_before, common.lab_loss(self.name), rw == "randread")}
-
-    def close(self):
-        common.stop(self.target)
-        common.stop(self.sink)
-        common.lab_down(self.name)
 
 
 def netem_available():
@@ -317,7 +213,6 @@ def matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, polici
             lab.close()
 
 
-TLS_HOST = "nqn.2026-12.io.mpnvme:bench-tls"
 
 
 def tls_cells(res, runs, work, runtime, ramp, rate, npaths, smoke):
@@ -410,7 +305,7 @@ def report(res, runs, plots):
              f"loss {lossy['loss_pct']} % per path, **no delay** (this kernel has no netem; the selftest adds 5 ms: "
              "`bench/run guest` runs the lossy cells with delay in the qemu kernel lab)")
     first = (res["matrix"] or res["extra"])[0]
-    lines = ["## Seed 000: NVMe over MPTCP, the selftest's matrix", "",
+    lines = ["## The matrix: NVMe multipath over TCP and MPTCP (the upstream selftest's)", "",
              f"mpnvme-lab on this machine (Linux {first['kernel']}): {res['paths']} x {res['rate_mbit']} Mbit veth paths "
              f"(line {mbit_to_mib_s(res['paths'] * res['rate_mbit']):.1f} MiB/s), MPTCP endpoints `{first['endpoints']}` "
              f"(the selftest's), mpnvme-target (RAM) on CPU {common.TARGET_CPU}, the engine in fio on CPU {common.FIO_CPU}; "
@@ -600,7 +495,7 @@ def plot(res, out):
     axes[0].set_ylabel("MiB/s")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    files.append(out / "seed000-matrix.png")
+    files.append(out / "matrix.png")
     fig.savefig(files[-1], dpi=100)
     plt.close(fig)
     if res["path_cut"]:
@@ -614,7 +509,7 @@ def plot(res, out):
         ax.set_ylabel("MiB/s (1 s averages)")
         ax.legend()
         fig.tight_layout()
-        files.append(out / "seed000-path-cut.png")
+        files.append(out / "matrix-path-cut.png")
         fig.savefig(files[-1], dpi=100)
         plt.close(fig)
     return files

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
-"""Seed 001: priority pairs under contention (nvme-tcp: Set SO_PRIORITY for
+"""Priority pairs under contention (nvme-tcp: Set SO_PRIORITY for
 all sockets). A QD1 4 KiB latency job beside a 128 KiB QD32 bulk job on one
 shaped path, in both directions, TCP and MPTCP.
 
@@ -25,7 +25,7 @@ import os
 
 import common
 
-NQN = "nqn.2026-11.io.mpnvme:seed001"
+NQN = "nqn.2026-11.io.mpnvme:priority"
 RATE_MBIT = 1000
 EF = "0xb8"
 BULK_LOG_MS = 100  # the bulk job's bandwidth log: rows even in 1 s smoke runs
@@ -137,7 +137,7 @@ def run(full, runs, work, smoke=False):
 
 
 def report(res, runs, plots):
-    lines = ["## Seed 001: priority pairs under contention", "",
+    lines = ["## Priority pairs under contention", "",
              f"One mpnvme-lab path of {res['rate_mbit']} Mbit, HTB with a first-served class (mpnvme-lab --classes); "
              f"mpnvme-target on CPU {common.TARGET_CPU} (--reflect-tos), fio on CPU {common.FIO_CPU}. Latency job: 4 KiB "
              "QD1; bulk job: 128 KiB QD32 at priority 0, same direction. Writes are classified on the host by "
@@ -182,7 +182,7 @@ def plot(res, out):
         ax.grid(True, which="both", alpha=0.3)
     axes.flat[0].legend(fontsize=8)
     fig.tight_layout()
-    f = out / "seed001-latency-cdf.png"
+    f = out / "priority-latency-cdf.png"
     fig.savefig(f, dpi=100)
     plt.close(fig)
     return [f]

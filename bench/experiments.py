@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""The bench's experiments, one registry: each has a name (the bench/run
+verb), its help line, whether it needs root (network namespaces) and
+whether `bench/run all` runs it, and the same two calls: run(ctx) returns
+{results.json key: result}, report(results, ctx) the report's section."""
+import dataclasses
+import json
+import pathlib
+import textwrap
+from typing import Callable
+
+import compare
+import floor_experiment
+import guest
+import guest_lossy
+import matrix
+import priority
+import stall
+
+
+@dataclasses.dataclass
+class Context:
+    """What every experiment is given: the command line, the runs per
+    figure, a scratch directory, the result directory, and keep(key, value)
+    to store a result in results.json at once (an hour of runs outlives a
+    report that fails)."""
+    args: object
+    runs: int
+    work: pathlib.Path
+    out: pathlib.Path
+    keep: Callable[[str, dict], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    name: str
+    help: str
+    root: bool
+    in_all: bool
+    run: Callable[[Context], dict]
+    report: Callable[[dict, Context], str]
+
+
+def _floor(ctx):
+    seconds = 5 if ctx.args.full else 2 if ctx.args.smoke else 3
+    print(f"bench: floor, {ctx.runs} run(s) of {seconds} s per figure -> {ctx.out}", flush=True)
+    return {"floor": floor_experiment.run(ctx.runs, seconds, ctx.work, smoke=ctx.args.smoke)}
+
+
+def _matrix(ctx):
+    print(f"bench: matrix, {ctx.runs} run(s) per figure -> {ctx.out}", flush=True)
+    return {"matrix": matrix.run(ctx.args.full, ctx.runs, ctx.work, smoke=ctx.args.smoke)}
+
+
+def _priority(ctx):
+    print(f"bench: priority, {ctx.runs} run(s) per figure -> {ctx.out}", flush=True)
+    return {"priority": priority.run(ctx.args.full, ctx.runs, ctx.work, smoke=ctx.args.smoke)}
+
+
+def _guest(ctx):
+    """One matrix per --kernel: "guest" for the first, "guest KERNEL" for the
+    others; a kernel measured with the same plan in --reuse's file is taken
+    from there."""
+    a = ctx.args
+    print(f"bench: guest (qemu kernel lab), {ctx.runs} run(s) per figure -> {ctx.out}", flush=True)
+    earlier = json.loads(a.reuse.read_text()) if a.reuse else {}
+    results = {}
+    for i, kernel in enumerate(a.kernel or ["6.12"]):
+        key = "guest" if i == 0 else f"guest {kernel}"
+        plan = {"runs": min(ctx.runs, 3), "full": a.full, "smoke": a.smoke, "policies": a.policies or "round-robin"}
+        done = [v for k, v in earlier.items() if k.startswith("guest") and v.get("kernel_asked") == kernel
+                and v.get("plan") == plan]
+        if done:
+            print(f"  guest {kernel}: reused from {a.reuse}", flush=True)
+            results[key] = done[0]
+        else:
+            results[key] = guest.run(a.full, ctx.runs, ctx.work, smoke=a.smoke, kernel=kernel,
+                                     policies=guest.ALL_POLICIES if a.policies == "all" else None)
+            results[key]["plan"] = plan
+        ctx.keep(key, results[key])
+    return results
+
+
+def _guest_report(results, ctx):
+    kernels = list(results.values())
+    text = "".join(guest.report(r, ctx.runs) for r in kernels)
+    return text + (guest.compare_kernels(kernels) if len(kernels) > 1 else "")
+
+
+def _stall(ctx):
+    print(f"bench: stall, {ctx.runs} run(s) per case -> {ctx.out}", flush=True)
+    return {"stall": stall.run(ctx.runs, ctx.work, variants=ctx.args.variants, only=ctx.args.case)}
+
+
+def _lossy(ctx):
+    kernel = (ctx.args.kernel or ["6.12"])[0]
+    print(f"bench: lossy (qemu kernel lab, {kernel}), {min(ctx.runs, 3)} run(s) per figure -> {ctx.out}", flush=True)
+    return {"lossy": guest_lossy.run(ctx.runs, ctx.work, kernel=kernel)}
+
+
+def _compare(ctx):
+    print(f"bench: compare {' '.join(ctx.args.refs)}, {ctx.runs} interleaved run(s) each -> {ctx.out}", flush=True)
+    return {"compare": compare.run(ctx.args.refs, ctx.runs, ctx.work)}
+
+
+EXPERIMENTS = (
+    Experiment("floor", "raw socket floors and the engine on loopback for every poll= and target mode (the two taking "
+               "turns in each round): latency, IOPS and CPU per I/O as ratios to the floor measured in the same round",
+               root=False, in_all=True, run=_floor,
+               report=lambda r, ctx: floor_experiment.report(r["floor"], ctx.runs) + "\n"),
+    Experiment("matrix", "NVMe multipath over TCP and MPTCP on 4 x 1 Gbit lab paths, the upstream selftest's matrix "
+               "(numa, round-robin, queue-depth, service-time x lossless and lossy, read and write) beside the "
+               "published figures, with one MPTCP connection, unequal paths and a path cut",
+               root=True, in_all=True, run=_matrix,
+               report=lambda r, ctx: matrix.report(r["matrix"], ctx.runs, matrix.plot(r["matrix"], ctx.out))),
+    Experiment("priority", "priority pairs under contention: a QD1 4 KiB job beside a 128 KiB QD32 job on one 1 Gbit "
+               "HTB path, classified by sk_priority (writes) or reflected TOS (reads), TCP and MPTCP; latency "
+               "percentiles as ratios to idle, latency CDFs",
+               root=True, in_all=True, run=_priority,
+               report=lambda r, ctx: priority.report(r["priority"], ctx.runs, priority.plot(r["priority"], ctx.out))),
+    Experiment("guest", "the matrix inside the qemu kernel lab: delay, real loss, the kernel host beside the engine "
+               "and, on a kernel with the NVMe-over-MPTCP series, the four host/target pairs over MPTCP",
+               root=True, in_all=True, run=_guest, report=_guest_report),
+    Experiment("stall", "how often MPTCP runs start stalled: 40 runs (--runs) of 4 s with the kernel's MPTCP and TCP "
+               "counters per run (--variants: one connection, the older endpoint setup under cubic and bbr)",
+               root=True, in_all=False, run=_stall, report=lambda r, ctx: stall.report(r["stall"])),
+    Experiment("lossy", "what explains the guest's lossy cells: the engine against its raw control under real loss "
+               "at QD32 and QD128, with in-flight commands and the kernel's counters per run (about 90 minutes)",
+               root=True, in_all=False, run=_lossy, report=lambda r, ctx: guest_lossy.report(r["lossy"])),
+    Experiment("compare", "two git revisions (bench/run compare REF1 REF2): the same 1 GiB transfer, interleaved N "
+               "times (default 10), each run's actual / ideal time at the lab's line rate, and whether the "
+               "difference is within the run-to-run noise",
+               root=True, in_all=False, run=_compare, report=lambda r, ctx: compare.report(r["compare"])),
+)
+BY_NAME = {e.name: e for e in EXPERIMENTS}
+
+
+def chosen(verb):
+    """The experiments a bench/run verb names ('all': those in_all)."""
+    return [e for e in EXPERIMENTS if e.in_all] if verb == "all" else [BY_NAME[verb]]
+
+
+def help_text():
+    """The verbs for bench/run's help, wrapped under their names."""
+    lines = []
+    for e in EXPERIMENTS:
+        body = textwrap.wrap(e.help + (" (root)" if e.root else "") + ("" if e.in_all else "; not part of all"), 66)
+        lines.append(f"{e.name:<9}{body[0]}")
+        lines += [" " * 9 + b for b in body[1:]]
+    lines.append(f"{'all':<9}{', '.join(e.name for e in EXPERIMENTS if e.in_all)} (make bench)")
+    return "\n".join(lines)
+
