@@ -345,18 +345,18 @@ void Reactor::update_readiness() {
 // connections (bytes within kHot) are checked with one poll(2) instead of
 // waiting for their readiness reports, and only those with data are read:
 // poll reads the socket's state without its lock, where a receive on an
-// empty socket takes it and met the sender's softirq holding it (perf: up
-// to 39% of the target's time in the lock's slow path), and at QD1 a turn
+// empty socket takes it and meets the sender's softirq holding it (the
+// lock's slow path then dominates the target's time), and at QD1 a turn
 // that read every connection and asked the ring for events cost three
 // system calls. Idle connections (an admin queue) wait for their report.
 //
 // One exception: a lone hot TCP connection (not MPTCP, no TLS: QD1 from
 // one TCP host) is read without the poll. Each turn is then one recvmsg
 // that gets the command or returns EAGAIN, where the poll's turn was a
-// poll and, once data came, a recvmsg: one system call less per command.
-// 14 alternating pairs of 3 s runs (TCP, QD1 --poll) had it 0.966x the
-// poll's latency, faster in 11. Over MPTCP the same was 1.055x (faster in
-// 3 of 10), so MPTCP keeps the poll.
+// poll and, once data came, a recvmsg: one system call less per command,
+// which shortens TCP's QD1 latency. Over MPTCP the direct read was slower
+// than the poll (an MPTCP receive costs more than a TCP one), so MPTCP
+// keeps the poll; docs/measurements.md has the runs.
 bool Reactor::serve_sockets() {
   bool got = false;
   unread_ = false;
