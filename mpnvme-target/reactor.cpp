@@ -23,18 +23,6 @@ namespace {
 constexpr unsigned kRingEntries = 1024;
 } // namespace
 
-std::string peer_name(const sockaddr_storage &ss) {
-  char buf[INET6_ADDRSTRLEN] = "?";
-  if (ss.ss_family == AF_INET) {
-    auto *a = reinterpret_cast<const sockaddr_in *>(&ss);
-    inet_ntop(AF_INET, &a->sin_addr, buf, sizeof buf);
-    return fmt::format("{}:{}", buf, ntohs(a->sin_port));
-  }
-  auto *a = reinterpret_cast<const sockaddr_in6 *>(&ss);
-  inet_ntop(AF_INET6, &a->sin6_addr, buf, sizeof buf);
-  return fmt::format("[{}]:{}", buf, ntohs(a->sin6_port));
-}
-
 Reactor::Reactor(Registry &reg, unsigned id, std::atomic<bool> &stop)
     : reg_(reg), id_(id), poll_(reg.config().poll), stop_(stop) {
   // Task work (readiness reports, file completions) waits for the loop to
@@ -85,15 +73,15 @@ void Reactor::arm_accept(size_t i) {
 
 // Readiness only: the loop does the receiving (see reactor.hpp).
 void Reactor::arm_readable(Conn &c) {
-  if (c.read_armed || c.shut) return;
+  if (c.read_report != ReadReport::None || c.shut()) return;
   io_uring_sqe *s = sqe();
   io_uring_prep_poll_multishot(s, c.c->fd(), POLLIN | POLLRDHUP);
   io_uring_sqe_set_data(s, &c.readable_op);
-  c.read_armed = true;
+  c.read_report = ReadReport::Armed;
 }
 
 void Reactor::arm_writable(Conn &c) {
-  if (c.write_armed || c.shut) return;
+  if (c.write_armed || c.shut()) return;
   io_uring_sqe *s = sqe();
   io_uring_prep_poll_add(s, c.c->fd(), POLLOUT);
   io_uring_sqe_set_data(s, &c.writable_op);
@@ -123,14 +111,6 @@ void Reactor::cancel(Op &op) {
 void Reactor::wake() {
   const uint64_t one = 1;
   [[maybe_unused]] ssize_t n = ::write(wake_fd_, &one, sizeof one);
-}
-
-void Reactor::adopt(int fd, PortState &port, std::string peer) {
-  {
-    std::lock_guard lk(inbox_mu_);
-    inbox_.emplace_back(fd, &port, std::move(peer));
-  }
-  wake();
 }
 
 void Reactor::start(int fd, PortState &port, std::string peer) {
@@ -165,7 +145,7 @@ void Reactor::start(int fd, PortState &port, std::string peer) {
   if (port.cfg.tls == TlsPort::None)
     c.stream = std::make_unique<SocketStream>(fd);
   else
-    c.detect = true;
+    c.setup = Setup::FirstByte;
   log().debug("port {}: connection from {} on reactor {}", port.cfg.id, c.c->peer(), id_);
   arm_readable(c); // --poll too: it is the event loop that never sleeps
 }
@@ -192,8 +172,8 @@ void Reactor::submit_file(Connection &c, uint16_t slot, FileOp op, int fd, uint8
 // busy connection cannot hold the others up.
 bool Reactor::receive(Conn &c) {
   bool got = false;
-  if (!c.stream && (c.shut || c.c->closing() || !secure_setup(c))) return got;
-  for (int round = 0; round < 8 && !c.shut && !c.c->closing(); round++) {
+  if (!c.stream && (c.shut() || c.c->closing() || !secure_setup(c))) return got;
+  for (int round = 0; round < 8 && !c.shut() && !c.c->closing(); round++) {
     iovec iov[2];
     const size_t cnt = c.c->rx_iov(iov);
     size_t room = 0;
@@ -221,10 +201,10 @@ bool Reactor::receive(Conn &c) {
 
 void Reactor::send(Conn &c) {
   if (!c.stream) {
-    if (!c.shut && !c.c->closing() && c.handshaking) secure_setup(c); // the handshake's flight waited for room
+    if (!c.shut() && !c.c->closing() && c.setup == Setup::Handshake) secure_setup(c); // the handshake's flight waited for room
     return;
   }
-  while (!c.shut && !c.write_armed && c.c->has_pending_send()) {
+  while (!c.shut() && !c.write_armed && c.c->has_pending_send()) {
     const size_t cnt = c.c->build_send(send_iov_.data(), send_iov_.size());
     const ssize_t sent = c.stream->send(send_iov_.data(), cnt);
     if (sent < 0 && errno == EINTR) continue;
@@ -232,7 +212,7 @@ void Reactor::send(Conn &c) {
     if (sent < 0) return send_failed(c);
     c.c->on_sent(static_cast<size_t>(sent));
   }
-  if (c.shut || c.write_armed) return;
+  if (c.shut() || c.write_armed) return;
   // What the stream gathered from the batch (TLS records) goes out now.
   const int left = c.stream->flush();
   if (left < 0) return send_failed(c);
@@ -244,98 +224,24 @@ void Reactor::send_failed(Conn &c) {
   shut(c);
 }
 
-// A TLS port: a ClientHello (0x16, a TLS handshake record) starts the
-// handshake; a plaintext ICReq is refused where TLS is required, as nvmet
-// does, and taken where it is optional.
-bool Reactor::secure_setup(Conn &c) {
-  const PortState &port = c.c->port();
-  if (c.detect) {
-    uint8_t first = 0;
-    const ssize_t n = ::recv(c.c->fd(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-      c.readable = false;
-      return false;
-    }
-    if (n <= 0) {
-      c.c->close(n == 0 ? "closed by the host before it sent anything" : fmt::format("receive: {}", strerror(errno)));
-      return false;
-    }
-    c.detect = false;
-    const FirstByte kind = classify_first_byte(first, port.cfg.tls);
-    if (kind == FirstByte::Tls) {
-      auto lookup = [this, &port](const std::string &identity, std::string &refusal) {
-        return psk_for_identity(
-            reg_.config().tls_keys, [&](const std::string &nqn) { return reg_.find_subsystem(nqn) && port.serves(nqn); },
-            identity, reg_.config().tls_compat, refusal);
-      };
-      // MPTCP sockets never take kernel TLS: no secrets kept for it, and records read ahead.
-      c.handshaking = tls::TlsStream::server(c.c->fd(), lookup, {std::begin(tls::kSuites), std::end(tls::kSuites)},
-                                             port.cfg.transport == Transport::Tcp);
-    } else if (kind == FirstByte::Refused) {
-      log().warn("port {}: plaintext connection from {} refused: the port requires TLS (its first byte is {:#04x}, {})",
-                 port.cfg.id, c.c->peer(), first, first == 0 ? "an ICReq" : "not a TLS record");
-      c.c->close("plaintext on a port that requires TLS");
-      return false;
-    } else {
-      c.stream = std::make_unique<SocketStream>(c.c->fd());
-      return true;
-    }
-  }
-  switch (c.handshaking->handshake()) {
-  case tls::HandshakeStep::Done: handshake_done(c); return c.stream != nullptr;
-  case tls::HandshakeStep::WantRead: c.readable = false; return false;
-  case tls::HandshakeStep::WantWrite: arm_writable(c); return false;
-  case tls::HandshakeStep::Failed: break;
-  }
-  // A wrong key or an unknown identity counts as a failed authentication:
-  // the address waits before its next try, so keys cannot be guessed fast.
-  if (!c.handshaking->refusal().empty() || c.handshaking->first_byte() == 0x16)
-    reg_.backoff().failed(AuthBackoff::address(c.c->peer()), AuthBackoff::Clock::now());
-  log().warn("port {}: connection from {}: {}", port.cfg.id, c.c->peer(), c.handshaking->failure());
-  c.c->close("TLS handshake failed");
-  return false;
-}
-
-// Kernel TLS where the accepted socket takes it (TCP with the tls module),
-// the user-space records otherwise (MPTCP, or no module).
-void Reactor::handshake_done(Conn &c) {
-  const std::string identity = c.handshaking->identity();
-  const auto id = tls::parse_identity(identity); // the lookup accepted only NVMe identities
-  c.c->set_tls_identity(identity, id->hostnqn, id->subnqn);
-  std::unique_ptr<tls::TlsStream> t = std::move(c.handshaking);
-  std::string why;
-  bool lost = false;
-  if (c.c->port().cfg.transport == Transport::Tcp) c.stream = tls::kernel_tls(c.c->fd(), *t, why, lost);
-  if (lost) { // the kernel took the socket but not the keys: neither side can carry on
-    log().warn("port {}: connection from {}: {}", c.c->port().cfg.id, c.c->peer(), why);
-    c.c->close(why);
-    return;
-  }
-  const bool in_kernel = c.stream != nullptr;
-  if (!in_kernel) {
-    t->keep_in_user_space();
-    c.stream = std::move(t);
-  }
-  log().info("port {}: connection from {}: TLS 1.3 {} ({}), identity '{}'", c.c->port().cfg.id, c.c->peer(), c.stream->cipher(),
-             in_kernel ? "records in the kernel" : "records in user space", identity);
-}
-
 // While spinning, a hot connection is polled by every turn, so a readiness
 // report for it would only make the sender's softirq queue task work and
 // the loop enter the ring and receive once more for nothing (one enter and
 // one recvmsg per QD1 command): its report is cancelled while it stays hot
 // and re-armed when it cools or before the loop sleeps. A report armed on a
 // socket with data waiting fires at once, so no arrival is missed.
-bool Reactor::polled_by_turn(const Conn &c) const { return spinning_ && c.stream && !c.shut && turn_time_ - c.last_data < kHot; }
+bool Reactor::polled_by_turn(const Conn &c) const {
+  return spinning_ && c.setup == Setup::Serving && !c.shut() && turn_time_ - c.last_data < kHot;
+}
 
 void Reactor::update_readiness() {
   for (Conn &c : conns_) {
-    if (c.shut) continue;
+    if (c.shut()) continue;
     if (!polled_by_turn(c)) {
       arm_readable(c); // nothing while the cancel of its last one is in flight
-    } else if (c.read_armed && !c.read_cancelling) {
+    } else if (c.read_report == ReadReport::Armed) {
       cancel(c.readable_op);
-      c.read_cancelling = true;
+      c.read_report = ReadReport::Cancelling;
     }
   }
 }
@@ -386,56 +292,12 @@ bool Reactor::serve_sockets() {
     }
     // Its rounds ran out with bytes still there: no new arrival will
     // report them, so the loop must not sleep on them.
-    unread_ |= c.readable && !c.shut && !c.c->closing();
+    unread_ |= c.readable && !c.shut() && !c.c->closing();
   }
   for (Conn *c : send_wanted_)
     send(*c);
   send_wanted_.clear();
   return got;
-}
-
-bool Reactor::waits_after_failed_authentication(const std::string &peer, uint16_t port) {
-  bool log_it = false;
-  const std::string addr = AuthBackoff::address(peer);
-  if (!reg_.backoff().waiting(addr, AuthBackoff::Clock::now(), &log_it)) return false;
-  if (log_it)
-    log().warn("port {}: refusing connections from {} for a while: its last authentication failed (DH-HMAC-CHAP or TLS PSK)",
-               port, addr);
-  return true;
-}
-
-void Reactor::on_accept(Op &op, int res) {
-  Listener &l = listeners_[op.listener];
-  l.armed = false;
-  if (res >= 0 && (l.port->disabled || stop_)) {
-    ::close(res);
-  } else if (res >= 0 && waits_after_failed_authentication(peer_name(l.addr), l.port->cfg.id)) {
-    ::close(res);
-  } else if (res >= 0) {
-    const std::string peer = peer_name(l.addr);
-    Reactor &to = least_loaded();
-    if (&to == this)
-      start(res, *l.port, peer);
-    else
-      to.adopt(res, *l.port, peer);
-  } else if (res != -ECANCELED && !stop_) {
-    log().warn("port {}: accept: {}", l.port->cfg.id, strerror(-res));
-  }
-  if (!stop_) arm_accept(op.listener);
-}
-
-// The loop with the fewest I/O queues, then the fewest connections. A
-// host opens its admin queue, then its I/O queues; the next host does the
-// same, and a plain round robin over two loops had put every I/O queue on
-// the second one.
-Reactor &Reactor::least_loaded() {
-  Reactor *best = nullptr;
-  for (auto &r : *all_)
-    if (!best ||
-        std::pair(r->io_queues_.load(), r->assigned_.load()) < std::pair(best->io_queues_.load(), best->assigned_.load()))
-      best = r.get();
-  best->assigned_++;
-  return *best;
 }
 
 void Reactor::on_readiness(Op &op, int res, unsigned flags) {
@@ -446,8 +308,8 @@ void Reactor::on_readiness(Op &op, int res, unsigned flags) {
     return;
   }
   if (!(flags & IORING_CQE_F_MORE)) { // a multishot poll can end (cancelled, or on CQ overflow)
-    c.read_armed = false;
-    if (std::exchange(c.read_cancelling, false)) return; // the turn polls it; update_readiness re-arms it
+    if (std::exchange(c.read_report, ReadReport::None) == ReadReport::Cancelling)
+      return; // the turn polls it; update_readiness re-arms it
   }
   if (res >= 0) {
     // A hot connection's report, still in flight when it was cancelled:
@@ -458,7 +320,7 @@ void Reactor::on_readiness(Op &op, int res, unsigned flags) {
     if (res & (POLLRDHUP | POLLHUP)) c.peer_done = true;
   } else if (res != -ECANCELED)
     c.c->close(fmt::format("poll: {}", strerror(-res)));
-  if (!c.read_armed) arm_readable(c);
+  if (c.read_report == ReadReport::None) arm_readable(c);
 }
 
 void Reactor::on_wake() {
@@ -511,8 +373,8 @@ void Reactor::tick() {
 }
 
 void Reactor::shut(Conn &c) {
-  if (c.shut) return;
-  c.shut = true;
+  if (c.shut()) return;
+  c.life = Life::Shut;
   if (c.stream) c.stream->close();
   ::shutdown(c.c->fd(), SHUT_RDWR);
 }
@@ -525,17 +387,17 @@ void Reactor::reap() {
   const auto now = turn_time_;
   for (auto it = conns_.begin(); it != conns_.end();) {
     Conn &c = *it;
-    if (c.c->closing() && !c.shut) {
+    if (c.c->closing() && !c.shut()) {
       if (c.close_deadline == std::chrono::steady_clock::time_point{}) c.close_deadline = now + std::chrono::seconds(1);
       const bool unsent = c.c->has_pending_send() || (c.stream && c.stream->output_pending());
       if (!unsent || now > c.close_deadline || stop_) shut(c);
     }
-    if (c.shut && !c.cancelled) {
-      if (c.read_armed && !c.read_cancelling) cancel(c.readable_op);
+    if (c.life == Life::Shut) {
+      if (c.read_report == ReadReport::Armed) cancel(c.readable_op);
       if (c.write_armed) cancel(c.writable_op);
-      c.cancelled = true;
+      c.life = Life::Cancelled;
     }
-    if (c.shut && !c.read_armed && !c.write_armed && c.c->file_ops_in_flight() == 0) {
+    if (c.shut() && c.read_report == ReadReport::None && !c.write_armed && c.c->file_ops_in_flight() == 0) {
       const auto &s = c.c->counters();
       log().info("port {}: connection {} closed ({}): {} commands, {} bytes in, {} bytes out", c.c->port().cfg.id, c.c->peer(),
                  c.c->close_reason(), s.commands, s.rx_bytes, s.tx_bytes);

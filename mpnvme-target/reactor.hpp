@@ -57,23 +57,30 @@ private:
     uint16_t slot = 0;
     FileOp fop = FileOp::Read;
   };
+  // How far a connection is set up: a TLS port's first byte says TLS or
+  // plaintext, then the handshake runs on readiness like any receive.
+  enum class Setup : uint8_t { FirstByte, Handshake, Serving };
+  // Open until shut (the connection closed; its ring operations still to
+  // cancel), then cancelled (cancels issued: freed once none is in flight).
+  enum class Life : uint8_t { Open, Shut, Cancelled };
+  // The readiness report (multishot POLLIN) in the ring: none, armed, or
+  // its cancel in flight (hot while spinning: the turn polls it instead).
+  enum class ReadReport : uint8_t { None, Armed, Cancelling };
   struct Conn {
     std::unique_ptr<Connection> c;
-    // What carries the bytes; null while a TLS port's connection is being
-    // set up: its first byte (detect) says TLS or plaintext, then the
-    // handshake runs on readiness like any receive.
+    // What carries the bytes; null until Setup::Serving.
     std::unique_ptr<ByteStream> stream;
-    std::unique_ptr<tls::TlsStream> handshaking;
-    bool detect = false;
+    std::unique_ptr<tls::TlsStream> handshaking; // Setup::Handshake
+    Setup setup = Setup::Serving;
+    Life life = Life::Open;
+    ReadReport read_report = ReadReport::None;
     Op readable_op{Op::Readable}, writable_op{Op::Writable};
     std::vector<Op> file_ops;
-    bool readable = true;         // data may be waiting (a readiness report, or the last receive filled its buffers)
-    bool peer_done = false;       // the host shut its side: read on until the end of stream
-    bool read_armed = false;      // the multishot POLLIN is in the ring
-    bool read_cancelling = false; // hot while spinning: its POLLIN's cancel is in flight
-    bool write_armed = false;     // a POLLOUT after a send that would block
-    bool shut = false, cancelled = false;
-    bool plain_tcp = false; // not MPTCP, no TLS: a lone hot one is spun on with recvmsg (serve_sockets)
+    bool readable = true;     // data may be waiting (a readiness report, or the last receive filled its buffers)
+    bool peer_done = false;   // the host shut its side: read on until the end of stream
+    bool write_armed = false; // a POLLOUT after a send that would block
+    bool plain_tcp = false;   // not MPTCP, no TLS: a lone hot one is spun on with recvmsg (serve_sockets)
+    bool shut() const { return life != Life::Open; }
     std::chrono::steady_clock::time_point close_deadline{};
     std::chrono::steady_clock::time_point last_data{}; // when a receive last got bytes: hot ones are polled every turn
   };

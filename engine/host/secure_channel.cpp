@@ -31,19 +31,14 @@ std::unique_ptr<ByteStream> start_tls(int fd, Transport transport, const tls::Ho
     pollfd p{fd, static_cast<short>(step == tls::HandshakeStep::WantRead ? POLLIN : POLLOUT), 0};
     ::poll(&p, 1, left);
   }
-  if (for_kernel) {
-    std::string why;
-    bool lost = false;
-    if (auto k = tls::kernel_tls(fd, *t, why, lost)) {
-      log().debug("TLS 1.3 {} with identity '{}', records in the kernel", t->cipher(), t->identity());
-      return k;
-    }
-    if (cfg.mode == tls::Mode::Kernel || lost) throw std::runtime_error(fmt::format("tls_mode=ktls: {}", why));
-    log().debug("kernel TLS not taken ({}): records in user space", why);
-    t->keep_in_user_space();
+  tls::RecordLayer records = tls::records_after_handshake(fd, std::move(t), for_kernel);
+  if (for_kernel && !records.in_kernel) {
+    if (cfg.mode == tls::Mode::Kernel || records.lost) throw std::runtime_error(fmt::format("tls_mode=ktls: {}", records.why));
+    log().debug("kernel TLS not taken ({}): records in user space", records.why);
   }
-  log().debug("TLS 1.3 {} with identity '{}', records in user space", t->cipher(), t->identity());
-  return t;
+  log().debug("TLS 1.3 {} with identity '{}', records in {}", records.stream->cipher(), offer.identity,
+              records.in_kernel ? "the kernel" : "user space");
+  return std::move(records.stream);
 }
 
 } // namespace mpnvme::host

@@ -157,4 +157,16 @@ void KernelTlsStream::close() {
   [[maybe_unused]] ssize_t r = ::sendmsg(fd_, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
+RecordLayer records_after_handshake(int fd, std::unique_ptr<TlsStream> t, bool try_kernel) {
+  RecordLayer r;
+  if (try_kernel) {
+    r.stream = kernel_tls(fd, *t, r.why, r.lost);
+    r.in_kernel = r.stream != nullptr;
+    if (r.in_kernel || r.lost) return r;
+  }
+  t->keep_in_user_space();
+  r.stream = std::move(t);
+  return r;
+}
+
 } // namespace mpnvme::tls

@@ -52,4 +52,16 @@ RecordVerdict kernel_record(uint8_t type, std::span<const uint8_t> head);
 // the keys).
 std::unique_ptr<ByteStream> kernel_tls(int fd, const TlsStream &handshaken, std::string &why, bool &lost);
 
+// Where the records go once the handshake is done, the one decision host
+// and target make alike: to the kernel when `try_kernel` and the socket
+// takes them, else they stay with `t` in user space (reading ahead: no one
+// takes the socket over any more).
+struct RecordLayer {
+  std::unique_ptr<ByteStream> stream; // null only when lost
+  bool in_kernel = false;
+  bool lost = false; // the kernel took the socket but refused the keys: neither side can go on
+  std::string why;   // why the records are not in the kernel, when that was tried
+};
+RecordLayer records_after_handshake(int fd, std::unique_ptr<TlsStream> t, bool try_kernel);
+
 } // namespace mpnvme::tls
