@@ -60,8 +60,7 @@ bool Reactor::secure_setup(Conn &c) {
   }
   // A wrong key or an unknown identity counts as a failed authentication:
   // the address waits before its next try, so keys cannot be guessed fast.
-  if (!c.handshaking->refusal().empty() || c.handshaking->first_byte() == 0x16)
-    reg_.backoff().failed(AuthBackoff::address(c.c->peer()), AuthBackoff::Clock::now());
+  if (!c.handshaking->refusal().empty() || c.handshaking->first_byte() == 0x16) reg_.auth_failed(c.c->peer());
   log().warn("port {}: connection from {}: {}", port.cfg.id, c.c->peer(), c.handshaking->failure());
   c.c->close("TLS handshake failed");
   return false;

@@ -106,7 +106,7 @@ run_fio later "${IO[@]}" --hostnqn="$h1" --dhchap_secret_file="$keys/h1" >/dev/n
 "$LAB" -n "$lab" exec target "$TARGET" --transport tcp --listen 10.1.2.1:4421 --subnqn "$NQN" --ns ram:64m \
   --dhchap-key "$h1=@$keys/other" --log-level info >"$work/target2.log" 2>&1 &
 target2=$!
-for _ in $(seq 100); do grep -q 'mpnvme-target: ready' "$work/target2.log" && break; sleep 0.1; done
+until_within 10 "the second target ready" grep -q 'mpnvme-target: ready' "$work/target2.log"
 run_fio mp --traddr=10.1.1.1,10.1.2.1:4421 --transport=tcp --iopolicy=round-robin --rw=randread --bs=4k --size=8m \
   --hostnqn="$h1" --dhchap_secret_file="$keys/h1" >/dev/null &&
   grep -q "path 10.1.2.1:4421 admin queue: controller sent AUTH_Failure1 after DH-HMAC-CHAP_Reply, reason 'authentication failed'" "$work/mp.log" &&

@@ -50,7 +50,7 @@ while True:
     tls.close()
 ' "$work/impostor.crt" "$work/impostor.key" >"$work/impostor.log" 2>&1 &
 impostor=$!
-for _ in $(seq 50); do grep -q 'impostor ready' "$work/impostor.log" && break; sleep 0.1; done
+until_within 5 "the impostor ready" grep -q 'impostor ready' "$work/impostor.log"
 for variant in tcp:user tcp:ktls tcp:auto mptcp:user mptcp:auto; do
   transport=${variant%:*} mode=${variant#*:}
   name=impostor-$transport-$mode
