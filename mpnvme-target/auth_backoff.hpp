@@ -54,11 +54,6 @@ public:
     return true;
   }
 
-  size_t size() {
-    std::lock_guard lk(mu_);
-    return by_addr_.size();
-  }
-
   struct Waiting {
     std::string addr;
     unsigned failures;
