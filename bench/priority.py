@@ -20,8 +20,15 @@ Conditions, each the latency job's clat p50/p99/p99.9 as a ratio to idle:
              queue at all, only the shared CPUs. The best any network
              priority can do on this machine; `classes` is also given as a
              ratio to it.
-No MPTCP endpoints: each connection stays on its path."""
+No MPTCP endpoints: each connection stays on its path.
+
+Where the bytes went is measured too: the HTB classes' own byte counters on
+the classifying side, per run. They tell whether the marking reached the
+classifier (the latency job's bytes in the first-served class when marked,
+none there when not) whatever the machine's load does to the latencies."""
 import os
+import re
+import subprocess
 
 import common
 
@@ -64,6 +71,21 @@ class ClassesLab:
         common.lab_down(self.name)
 
 
+def class_bytes(lab, side, dev):
+    """The bytes HTB's first-served class (1:10) and default class (1:20)
+    have sent on DEV in the lab's SIDE namespace, as tc counts them."""
+    r = subprocess.run([str(common.LAB), "-n", lab, "exec", side, "tc", "-s", "class", "show", "dev", dev],
+                       capture_output=True, text=True)
+    if r.returncode:
+        common.die(f"tc class show dev {dev} ({side}): {r.stderr.strip()}")
+    # Text: Debian 12's tc prints no JSON for classes. Each class is
+    # "class htb 1:10 parent ..." with " Sent N bytes ..." on the next line.
+    sent = {m[1]: int(m[2]) for m in re.finditer(r"^class htb (\S+) .*\n Sent (\d+) bytes", r.stdout, re.M)}
+    if "1:10" not in sent or "1:20" not in sent:
+        common.die(f"{side} {dev}: no HTB classes 1:10 and 1:20 (mpnvme-lab --classes): {sorted(sent)}")
+    return {"first": sent["1:10"], "rest": sent["1:20"]}
+
+
 def fio_run(lab, tag, transport, direction, condition, marking, runtime):
     """One run; returns the latency job's percentiles (us), its IOPS, the
     bulk job's MiB/s and the latency job's clat log (every I/O)."""
@@ -78,7 +100,11 @@ def fio_run(lab, tag, transport, direction, condition, marking, runtime):
             "--iodepth=32", "--sk_priority=0", f"--write_bw_log={bw}", f"--log_avg_msec={BULK_LOG_MS}"]
     cmd = [*common.lab_fio(lab.name), *common_opts, "--output-format=json", f"--output={out}", *lat,
            *(bulk if condition != "idle" else [])]
+    # Writes are classified where they leave the host, reads at the target.
+    side, dev = ("host", "h1") if direction == "write" else ("target", "t1")
+    before = class_bytes(lab.name, side, dev)
     common.run_fio(cmd, tag, cwd=lab.work)
+    after = class_bytes(lab.name, side, dev)
     jobs = {j["jobname"]: j for j in common.fio_json(out)["jobs"]}
     d = jobs["latency"][direction]
     pct = {k: d["clat_ns"]["percentile"][f] / 1000 for k, f in PERCENTILES}
@@ -93,7 +119,8 @@ def fio_run(lab, tag, transport, direction, condition, marking, runtime):
     if len(times_ms) < 3 or max(times_ms) == min(times_ms):
         common.die(f"{tag}: the latency log has {len(times_ms)} completions, too few to measure")
     iops = (len(times_ms) - 1) / ((max(times_ms) - min(times_ms)) / 1000)
-    return {"pct_us": pct, "iops": iops, "bulk_mib_s": bulk_mib_s, "clat_us": clat_us}
+    return {"pct_us": pct, "iops": iops, "bulk_mib_s": bulk_mib_s, "clat_us": clat_us,
+            "latency_bytes": d["io_bytes"], "class_bytes": {k: after[k] - before[k] for k in after}}
 
 
 def run(full, runs, work, smoke=False):
@@ -124,6 +151,11 @@ def run(full, runs, work, smoke=False):
                             **{k: common.median_spread([r["pct_us"][k] for r in rows]) for k, _ in PERCENTILES},
                             "iops": common.median_spread([r["iops"] for r in rows]),
                             "bulk_mib_s": common.median_spread([r["bulk_mib_s"] for r in rows]),
+                            # The latency job's bytes (ramp excluded) and what
+                            # each HTB class sent over the whole run (ramp in).
+                            "latency_bytes": common.median_spread([r["latency_bytes"] for r in rows]),
+                            "first_class_bytes": common.median_spread([r["class_bytes"]["first"] for r in rows]),
+                            "rest_class_bytes": common.median_spread([r["class_bytes"]["rest"] for r in rows]),
                             # The CDF of the median run by p99.
                             "clat_us": sorted(sorted(rows, key=lambda r: r["pct_us"]["p99"])[len(rows) // 2]["clat_us"])}
                     c = cell["conditions"]
@@ -136,6 +168,11 @@ def run(full, runs, work, smoke=False):
     return res
 
 
+def classified_share(condition):
+    """The first-served class's bytes per byte of the latency job."""
+    return condition["first_class_bytes"]["median"] / max(condition["latency_bytes"]["median"], 1)
+
+
 def report(res, runs, plots):
     lines = ["## Priority pairs under contention", "",
              f"One mpnvme-lab path of {res['rate_mbit']} Mbit, HTB with a first-served class (mpnvme-lab --classes); "
@@ -145,8 +182,12 @@ def report(res, runs, plots):
              f"{res['runtime_s']} s per run, medians of {runs}. Cells: the latency job's clat in us (ratio to idle); "
              "`separate` puts the bulk job on a second path of the same rate: only the CPUs are shared, the floor any "
              "network priority can reach here.", "",
-             "| transport | case | | idle | contended | classes | separate | classes / separate | bulk MiB/s (contended, classes) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "The last column is where the bytes went: what the first-served class sent over each run, as tc counts "
+             "it, per byte the latency job moved after its ramp: none when unmarked; when the marking reaches the "
+             "classifier at least 1 (headers and the ramp's bytes count too).", "",
+             "| transport | case | | idle | contended | classes | separate | classes / separate | "
+             "bulk MiB/s (contended, classes) | first class / latency bytes (contended, classes) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for c in res["cells"]:
         k = c["conditions"]
         for p, _ in PERCENTILES:
@@ -154,8 +195,10 @@ def report(res, runs, plots):
             cells = " | ".join(f"{k[cond][p]['median']:.0f} ({k[cond][p]['median'] / idle:.2f})" for cond in CONDITIONS[1:])
             bulk = (f"{k['contended']['bulk_mib_s']['median']:.0f}, {k['classes']['bulk_mib_s']['median']:.0f}"
                     if p == "p50" else "")
+            share = (", ".join(f"{classified_share(k[cond]):.2f}" for cond in ("contended", "classes"))
+                     if p == "p50" else "")
             lines.append(f"| {c['transport'] if p == 'p50' else ''} | {c['case'] if p == 'p50' else ''} | {p} | "
-                         f"{idle:.0f} | {cells} | {k['classes'][p]['median'] / k['separate'][p]['median']:.2f} | {bulk} |")
+                         f"{idle:.0f} | {cells} | {k['classes'][p]['median'] / k['separate'][p]['median']:.2f} | {bulk} | {share} |")
     lines += ["", "MPTCP with sk_priority and tos on the same socket: Linux MPTCP subflows lose SO_PRIORITY once IP_TOS is "
               "set, so the priority classifier never sees the latency job (the engine warns about it); TCP keeps both. "
               "Classify such traffic by DSCP instead.", ""]
