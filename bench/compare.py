@@ -10,7 +10,9 @@ Each revision is exported with `git archive` (the checkout and its .git are
 not touched), built (engine and target, optimized) against the same fio
 source, and run on a private 2 x 1 Gbit mpnvme-lab: 1 GiB of 128 KiB
 sequential writes at QD8 over one MPTCP connection that spans both paths,
-with a fresh target for every run."""
+with a fresh target for every run. Then QD1 and QD32 on loopback as
+bench/run floor measures them, each as a ratio to the raw round trip
+measured in the same round, the two revisions taking turns."""
 import math
 import os
 import statistics
@@ -19,9 +21,12 @@ import subprocess
 import tarfile
 
 import common
+import floor_experiment
 
 NQN = "nqn.2026-11.io.mpnvme:compare"
 RATE_MBIT, PATHS, SIZE = 1000, 2, 1 << 30
+LOOPBACK = (("qd1", ["--bs=4k", "--iodepth=1"], 1), ("qd32", ["--bs=4k", "--iodepth=32"], 32))
+LOOPBACK_SECONDS = 3
 
 
 def build(ref, work):
@@ -48,12 +53,16 @@ def build(ref, work):
     return sha, src / "build"
 
 
+def target_program(build_dir):
+    """The build's mpnvme-target; its folder moved (toolkit/target ->
+    mpnvme-target), so either revision's."""
+    return next(p for p in (build_dir / "mpnvme-target" / "mpnvme-target", build_dir / "toolkit" / "target" / "mpnvme-target")
+                if p.exists())
+
+
 def one_run(lab, build_dir, tag, work):
     """Actual and ideal seconds of one 1 GiB transfer with this build."""
-    # The target's folder moved (toolkit/target -> mpnvme-target): either revision.
-    program = next(p for p in (build_dir / "mpnvme-target" / "mpnvme-target", build_dir / "toolkit" / "target" / "mpnvme-target")
-                   if p.exists())
-    target = common.start_lab_target(lab, program, PATHS, NQN, "ram:1g",
+    target = common.start_lab_target(lab, target_program(build_dir), PATHS, NQN, "ram:1g",
                                      work / f"{tag}-target.log")
     try:
         res = work / f"{tag}.json"
@@ -66,6 +75,34 @@ def one_run(lab, build_dir, tag, work):
         return actual, ideal
     finally:
         common.stop(target)
+
+
+def loopback(refs, builds, runs, work):
+    """QD1 and QD32 4 KiB reads on loopback, as bench/run floor measures
+    them: each revision's engine against its own target (event loop), the
+    two taking turns in every round, with the raw round trip measured beside
+    each round (busy-polling, as long as a run). Per run: QD1 p50 / the
+    floor's p50 (1 is the floor; lower is better) and QD32 IOPS / the
+    floor's round trips per second (higher is better)."""
+    cells = []
+    for name, opts, depth in LOOPBACK:
+        for tr in ("tcp", "mptcp"):
+            ratios, floors = [[], []], []
+            for i in range(runs):
+                floors.append(floor_experiment.floor_beside(tr, depth, LOOPBACK_SECONDS))
+                for k in [0, 1] if i % 2 == 0 else [1, 0]:
+                    _, build_dir = builds[k]
+                    with floor_experiment.target([], work, target_program(build_dir)) as (port, pid):
+                        stats, _, _ = floor_experiment.fio(port, pid, [*opts, f"--transport={tr}"], LOOPBACK_SECONDS, work,
+                                                           engine=build_dir / "engine" / "fio-mpnvme.so")
+                    ratios[k].append(stats["clat_ns"]["percentile"]["50.000000"] / 1000 / floors[-1]["p50_us"] if depth == 1
+                                     else stats["iops"] / floors[-1]["per_second"])
+            cell = {"workload": name, "transport": tr, "per_floor": [common.median_spread(r) for r in ratios],
+                    "floor": common.median_spread([f["p50_us"] if depth == 1 else f["per_second"] for f in floors])}
+            print(f"  {name} {tr}: " + ", ".join(f"{ref} {m['median']:.3f} x floor" for ref, m in zip(refs, cell["per_floor"])),
+                  flush=True)
+            cells.append(cell)
+    return cells
 
 
 def run(refs, runs, work):
@@ -97,7 +134,8 @@ def run(refs, runs, work):
     diff = b["sum_ratio"] - a["sum_ratio"]
     # The difference against the noise: two standard errors of the difference of the means.
     noise = 2 * math.sqrt(a["run_ratio_stdev"] ** 2 / runs + b["run_ratio_stdev"] ** 2 / runs)
-    res |= {"difference": diff, "noise": noise, "within_noise": abs(diff) <= noise}
+    res |= {"difference": diff, "noise": noise, "within_noise": abs(diff) <= noise,
+            "loopback": loopback(refs, builds, runs, work)}
     return res
 
 
@@ -114,4 +152,24 @@ def report(res):
         f"| {ra} | {a['sha'][:12]} | {a['sum_ratio']:.4f} | {a['run_ratio_stdev']:.4f} |",
         f"| {rb} | {b['sha'][:12]} | {b['sum_ratio']:.4f} | {b['run_ratio_stdev']:.4f} |", "",
         f"Difference ({rb} - {ra}): {res['difference']:+.4f}; noise (2 standard errors): {res['noise']:.4f}: {rb} is "
-        f"{verdict}.", ""])
+        f"{verdict}.", "", *loopback_report(res), ""])
+
+
+def loopback_report(res):
+    if "loopback" not in res:
+        return []
+    ra, rb = (r["ref"] for r in res["refs"])
+    lines = ["### QD1 and QD32 on loopback, as bench/run floor measures them", "",
+             f"4 KiB random reads, {LOOPBACK_SECONDS} s after a 1 s ramp, each revision's engine against its own "
+             f"mpnvme-target (target on CPU {common.TARGET_CPU}, fio on CPU {common.FIO_CPU}), taking turns in each of "
+             f"{res['runs']} rounds beside the raw round trip measured in the same round (mpnvme-floor, busy-polling). "
+             "QD1: p50 / the floor's p50 (lower is better); QD32: IOPS / the floor's round trips per second (higher is "
+             "better). Medians (min-max).", "",
+             f"| workload | transport | floor | {ra} | {rb} | {rb} / {ra} |", "|---|---|---|---|---|---|"]
+    for c in res["loopback"]:
+        a, b = c["per_floor"]
+        floor = f"{c['floor']['median']:.1f} us" if c["workload"] == "qd1" else f"{c['floor']['median']:.0f} /s"
+        lines.append(f"| {c['workload']} | {c['transport']} | {floor} | " +
+                     " | ".join(f"{m['median']:.3f} ({m['min']:.3f}-{m['max']:.3f})" for m in (a, b)) +
+                     f" | {b['median'] / a['median']:.3f} |")
+    return lines

@@ -129,7 +129,7 @@ EXPERIMENTS = (
                root=True, in_all=False, run=_lossy, report=lambda r, ctx: guest_lossy.report(r["lossy"])),
     Experiment("compare", "two git revisions (bench/run compare REF1 REF2): the same 1 GiB transfer, interleaved N "
                "times (default 10), each run's actual / ideal time at the lab's line rate, and whether the "
-               "difference is within the run-to-run noise",
+               "difference is within the run-to-run noise; QD1 and QD32 on loopback as ratios to the floor of each round",
                root=True, in_all=False, run=_compare, report=lambda r, ctx: compare.report(r["compare"])),
 )
 BY_NAME = {e.name: e for e in EXPERIMENTS}

@@ -24,10 +24,10 @@ C2H_HEADER = 24
 
 
 @contextlib.contextmanager
-def target(extra, work):
+def target(extra, work, program=TARGET):
     port = free_port()
     log = open(work / f"target-{port}.log", "w")
-    p = subprocess.Popen(["taskset", "-c", str(TARGET_CPU), str(TARGET), "--listen", f"127.0.0.1:{port}", "--subnqn", NQN,
+    p = subprocess.Popen(["taskset", "-c", str(TARGET_CPU), str(program), "--listen", f"127.0.0.1:{port}", "--subnqn", NQN,
                           "--ns", "ram:1g", "--log-level", "warn"] + extra, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_ready(work / f"target-{port}.log", p)
@@ -37,14 +37,14 @@ def target(extra, work):
         log.close()
 
 
-def fio(port, pid, opts, seconds, work):
+def fio(port, pid, opts, seconds, work, engine=ENGINE):
     """One fio run of the engine on CPU 1; returns (the workload's direction's
     stats, fio CPU s, target CPU s)."""
     out, logs = work / "fio.json", work / "fio-log"
     for old in work.glob("fio-log_*.log"):
         old.unlink()
     t0 = cpu_seconds(pid)
-    cmd = ["taskset", "-c", str(FIO_CPU), "fio", "--name=bench", f"--ioengine=external:{ENGINE}", "--traddr=127.0.0.1",
+    cmd = ["taskset", "-c", str(FIO_CPU), "fio", "--name=bench", f"--ioengine=external:{engine}", "--traddr=127.0.0.1",
            f"--trsvcid={port}", f"--subnqn={NQN}", "--rw=randread", "--size=1g", "--time_based=1", f"--runtime={seconds}",
            f"--ramp_time={RAMP_S}", "--output-format=json", f"--output={out}", f"--write_bw_log={logs}", f"--write_iops_log={logs}",
            f"--log_avg_msec={STEADY_LOG_MS}"] + opts
