@@ -26,9 +26,9 @@ uint32_t Connection::begin_authentication(const std::string &hostnqn, const std:
 // A transaction for a host with a key, drawing on its controller's DH
 // keys, with kAuthDeadline to finish.
 bool Connection::start_transaction(const std::string &hostnqn, const std::string &subnqn) {
-  const auto it = reg_.config().host_auth.find(hostnqn);
-  if (it == reg_.config().host_auth.end()) return false;
-  auth_ = std::make_unique<dhchap::ControllerTransaction>(it->second, hostnqn, subnqn, &ctrl_->dh_keys);
+  const auto wants = reg_.host_auth(hostnqn);
+  if (!wants) return false;
+  auth_ = std::make_unique<dhchap::ControllerTransaction>(*wants, hostnqn, subnqn, &ctrl_->dh_keys);
   auth_deadline_ = std::chrono::steady_clock::now() + kAuthDeadline;
   auth_failure_counted_ = false;
   return true;

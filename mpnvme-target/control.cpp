@@ -5,10 +5,12 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <iostream>
 #include <poll.h>
 #include <sstream>
 #include <stdexcept>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -53,8 +55,13 @@ std::string control_command(Registry &reg, const std::string &line) {
   std::string cmd;
   in >> cmd;
   if (cmd == "stats") return "ok\n" + port_stats(reg);
-  if (cmd == "help" || cmd.empty()) return "ok\nana PORT GROUP STATE\nport PORT down|up\nstats\nbackoff [forgive ADDR]\nhelp\n";
+  if (cmd == "help" || cmd.empty())
+    return "ok\nana PORT GROUP STATE\nport PORT down|up\nstats\nbackoff [forgive ADDR]\n"
+           "subsystem add NQN [any-host] [serial=S] [model=M] [NAMESPACE...]\nsubsystem remove NQN\nsubsystems\n"
+           "host allow|deny SUBNQN HOSTNQN\nhost key HOSTNQN dhchap_key=SECRET|@FILE [dhchap_ctrl_key=SECRET|@FILE] "
+           "[dhchap_hash=H] [dhchap_dhgroup=G]\nhost forget HOSTNQN\nhelp\n";
   if (cmd == "backoff") return backoff_command(reg, in);
+  if (auto reply = config_command(reg, cmd, in)) return *reply;
   if (cmd == "port") {
     unsigned id = 0;
     std::string st;
@@ -82,7 +89,12 @@ std::string control_command(Registry &reg, const std::string &line) {
   return fmt::format("error: unknown command '{}' (try help)\n", cmd);
 }
 
-int control_client(const std::string &path, const std::string &command) {
+int control_client(const std::string &path, const std::string &given) {
+  std::string command = given;
+  if (given == "-" && !std::getline(std::cin, command)) {
+    fmt::print(stderr, "mpnvme-target ctl: no command on standard input\n");
+    return 2;
+  }
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   if (path.size() >= sizeof a.sun_path) {
@@ -122,7 +134,9 @@ ControlServer::ControlServer(Registry &reg, std::string path) : reg_(reg), path_
   std::strcpy(a.sun_path, path_.c_str());
   ::unlink(path_.c_str());
   fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr *>(&a), sizeof a) < 0 || ::listen(fd_, 8) < 0)
+  // Owner only: the socket admits hosts and sets their keys.
+  if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr *>(&a), sizeof a) < 0 || ::chmod(path_.c_str(), 0600) < 0 ||
+      ::listen(fd_, 8) < 0)
     throw std::runtime_error(fmt::format("--control {}: {}", path_, strerror(errno)));
   if (pipe2(stop_pipe_, O_CLOEXEC) < 0) throw std::runtime_error(fmt::format("pipe: {}", strerror(errno)));
   thread_ = std::thread([this] { serve(); });

@@ -62,7 +62,7 @@ void Connection::connect(Cmd &c, uint16_t slot) {
   const uint32_t entries = reg_.config().queue_entries;
   if (sqsize == 0 || sqsize >= entries)
     return bad(false, 44, fmt::format("SQSIZE {} (0's based) outside 1..{}", sqsize, entries - 1));
-  Subsystem *sub = reg_.find_subsystem(d.subnqn);
+  const std::shared_ptr<Subsystem> sub = reg_.find_subsystem(d.subnqn);
   if (!sub || !port_.serves(d.subnqn)) return bad(true, 256, fmt::format("unknown subsystem '{}' on this port", d.subnqn));
   if (!tls_identity_.empty() && (d.hostnqn != tls_host_ || d.subnqn != tls_subsys_))
     return refuse(
@@ -73,7 +73,7 @@ void Connection::connect(Cmd &c, uint16_t slot) {
   if (qid == 0) {
     if (d.cntlid != kDynamicCntlid)
       return bad(true, 16, fmt::format("admin Connect to controller {:#x}, not 0xffff (dynamic)", d.cntlid));
-    ctrl_ = reg_.create_controller(*sub, port_, d.hostnqn, d.hostid, kato);
+    ctrl_ = reg_.create_controller(sub, port_, d.hostnqn, d.hostid, kato);
     if (!ctrl_) return refuse(slot, kStatusConnectCtrlBusy, "no controller id left");
     log().info("{}: host {} connected to {} as controller {} (kato {} ms)", label_, d.hostnqn, d.subnqn, ctrl_->cntlid, kato);
   } else {

@@ -86,10 +86,9 @@ Page discovery_log(const LogContext &x, uint8_t) {
   uint64_t records = 0;
   for (auto &pp : x.reg.ports()) {
     const PortConfig &pc = pp->cfg;
-    for (auto &sc : x.reg.config().subsystems) {
-      if (!pp->serves(sc.nqn)) continue;
-      Subsystem *s = x.reg.find_subsystem(sc.nqn);
-      if (!s || !s->host_allowed(x.hostnqn)) continue;
+    for (const auto &s : x.reg.subsystems()) {
+      const SubsystemConfig &sc = s->cfg; // its NQN, which never changes
+      if (!pp->serves(sc.nqn) || !s->host_allowed(x.hostnqn)) continue;
       const size_t at = page.size();
       page.resize(at + 1024, 0);
       uint8_t *e = page.data() + at;

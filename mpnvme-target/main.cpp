@@ -235,7 +235,9 @@ static void add_target_options(CLI::App &app, Cli &o) {
   app.add_option("--threads", o.threads, "event loop threads")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_flag("--poll", o.poll,
                "event loops spin on their io_uring completion queue instead of sleeping (a core each; lowest latency)");
-  app.add_option("--control", o.control, "UNIX socket for run-time commands (ana, port down/up, stats, backoff)");
+  app.add_option("--control", o.control,
+                 "UNIX socket (mode 0600) for run-time commands: ana, port down/up, stats, backoff, and the "
+                 "configuration: subsystem add/remove, subsystems, host allow/deny/key/forget");
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
@@ -287,9 +289,10 @@ static int serve(const Cli &o, const std::vector<MovedSecret> &moved) {
     log().error("{}", e.what());
     return 1;
   }
-  // Keys in memory: no core dump may carry them, and no other process of
-  // this user may read them through /proc or ptrace.
-  if ((!cfg.host_auth.empty() || !cfg.tls_keys.empty()) && prctl(PR_SET_DUMPABLE, 0) != 0)
+  // Keys in memory, now or later through the control socket: no core dump
+  // may carry them, and no other process of this user may read them
+  // through /proc or ptrace.
+  if ((!cfg.host_auth.empty() || !cfg.tls_keys.empty() || !o.control.empty()) && prctl(PR_SET_DUMPABLE, 0) != 0)
     log().warn("cannot turn core dumps off (prctl PR_SET_DUMPABLE): {}", strerror(errno));
 
   // Signals go to the main thread only (sigwait below).
@@ -352,7 +355,10 @@ int main(int argc, char **argv) {
   CLI::App *ctl = app.add_subcommand("ctl", "send a command to a running target's --control socket and print the answer "
                                             "(ctl SOCKET help lists the commands)");
   ctl->add_option("socket", ctl_socket, "the --control socket of the running target")->required();
-  ctl->add_option("command", ctl_words, "ana PORT GROUP STATE | port PORT down|up | stats | help")->required();
+  ctl->add_option("command", ctl_words,
+                  "ana PORT GROUP STATE | port PORT down|up | stats | backoff | subsystem ... | subsystems | "
+                  "host ... | help; - reads the command from standard input")
+      ->required();
   std::vector<MovedSecret> moved;
   try {
     moved = move_inline_secrets(argc, argv);

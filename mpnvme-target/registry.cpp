@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "mpnvme-target/registry.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <stdexcept>
 
@@ -11,10 +12,31 @@ namespace mpnvme::target {
 const char *const kDiscoveryNqn = "nqn.2014-08.org.nvmexpress.discovery";
 
 bool Subsystem::host_allowed(const std::string &hostnqn) const {
+  std::lock_guard lk(access_mu);
   if (cfg.allow_any_host) return true;
-  for (const auto &h : cfg.allowed_hosts)
-    if (h == hostnqn) return true;
-  return false;
+  return std::find(cfg.allowed_hosts.begin(), cfg.allowed_hosts.end(), hostnqn) != cfg.allowed_hosts.end();
+}
+
+bool Subsystem::allow_host(const std::string &hostnqn) {
+  std::lock_guard lk(access_mu);
+  if (!cfg.allow_any_host_explicit) cfg.allow_any_host = false;
+  if (std::find(cfg.allowed_hosts.begin(), cfg.allowed_hosts.end(), hostnqn) != cfg.allowed_hosts.end()) return false;
+  cfg.allowed_hosts.push_back(hostnqn);
+  return true;
+}
+
+bool Subsystem::deny_host(const std::string &hostnqn) {
+  std::lock_guard lk(access_mu);
+  auto it = std::find(cfg.allowed_hosts.begin(), cfg.allowed_hosts.end(), hostnqn);
+  if (it == cfg.allowed_hosts.end()) return false;
+  cfg.allowed_hosts.erase(it);
+  return true;
+}
+
+std::vector<std::string> Subsystem::allowed_hosts(bool &any) const {
+  std::lock_guard lk(access_mu);
+  any = cfg.allow_any_host;
+  return cfg.allowed_hosts;
 }
 
 PortState::PortState(PortConfig c) : cfg(std::move(c)) {
@@ -52,9 +74,10 @@ bool PortState::serves(const std::string &nqn) const {
   return false;
 }
 
-TargetController::TargetController(uint16_t id, Subsystem &s, PortState &p, std::string host, std::array<uint8_t, 16> hid,
-                                   uint32_t kato)
-    : cntlid(id), subsys(s), port(p), hostnqn(std::move(host)), hostid(hid), kato_ms(kato) {
+TargetController::TargetController(uint16_t id, std::shared_ptr<Subsystem> s, PortState &p, std::string host,
+                                   std::array<uint8_t, 16> hid, uint32_t kato)
+    : cntlid(id), subsys_owner(std::move(s)), subsys(*subsys_owner), port(p), hostnqn(std::move(host)), hostid(hid),
+      kato_ms(kato) {
   touch();
 }
 
@@ -69,34 +92,98 @@ bool TargetController::kato_expired(std::chrono::steady_clock::time_point now) c
   return now - last > std::chrono::milliseconds(kato_ms);
 }
 
-Registry::Registry(const TargetConfig &cfg) : backoff_(std::chrono::milliseconds(cfg.auth_backoff_ms)), cfg_(cfg) {
-  for (const auto &sc : cfg.subsystems) {
-    Subsystem s;
-    s.cfg = sc;
-    for (const auto &nc : sc.namespaces) {
-      if (!nc.enable) continue;
-      Namespace ns{nc, open_backend(nc)};
-      log().info("subsystem {} namespace {}: {} ({} blocks of {} bytes)", sc.nqn, nc.nsid, nc.spec(), ns.backend->blocks(),
-                 nc.lba);
-      s.namespaces.emplace(nc.nsid, std::move(ns));
-    }
-    subsystems_.emplace(sc.nqn, std::move(s));
+namespace {
+
+// A subsystem with its namespaces open (throws what open_backend throws).
+std::shared_ptr<Subsystem> open_subsystem(const SubsystemConfig &sc) {
+  auto s = std::make_shared<Subsystem>();
+  s->cfg = sc;
+  for (const auto &nc : sc.namespaces) {
+    if (!nc.enable) continue;
+    Namespace ns{nc, open_backend(nc)};
+    log().info("subsystem {} namespace {}: {} ({} blocks of {} bytes)", sc.nqn, nc.nsid, nc.spec(), ns.backend->blocks(), nc.lba);
+    s->namespaces.emplace(nc.nsid, std::move(ns));
   }
-  Subsystem disc;
-  disc.cfg.nqn = kDiscoveryNqn;
-  disc.cfg.model = "mpnvme-target discovery";
-  disc.cfg.serial = "discovery";
-  disc.discovery = true;
-  if (cfg.discovery) subsystems_.emplace(kDiscoveryNqn, std::move(disc));
+  return s;
+}
+
+} // namespace
+
+Registry::Registry(const TargetConfig &cfg)
+    : backoff_(std::chrono::milliseconds(cfg.auth_backoff_ms)), cfg_(cfg), host_auth_(cfg.host_auth) {
+  for (const auto &sc : cfg.subsystems)
+    subsystems_.emplace(sc.nqn, open_subsystem(sc));
+  if (cfg.discovery) {
+    auto disc = std::make_shared<Subsystem>();
+    disc->cfg.nqn = kDiscoveryNqn;
+    disc->cfg.model = "mpnvme-target discovery";
+    disc->cfg.serial = "discovery";
+    disc->discovery = true;
+    subsystems_.emplace(kDiscoveryNqn, std::move(disc));
+  }
   for (const auto &p : cfg.ports) {
     ports_.push_back(std::make_unique<PortState>(p));
     counters_[p.id];
   }
 }
 
-Subsystem *Registry::find_subsystem(const std::string &nqn) {
+std::shared_ptr<Subsystem> Registry::find_subsystem(const std::string &nqn) {
+  std::lock_guard lk(config_mu_);
   auto it = subsystems_.find(nqn);
-  return it == subsystems_.end() ? nullptr : &it->second;
+  return it == subsystems_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<Subsystem>> Registry::subsystems() {
+  std::lock_guard lk(config_mu_);
+  std::vector<std::shared_ptr<Subsystem>> out;
+  for (const auto &[nqn, s] : subsystems_)
+    if (!s->discovery) out.push_back(s);
+  return out;
+}
+
+void Registry::add_subsystem(SubsystemConfig sc) {
+  if (sc.nqn == kDiscoveryNqn) throw std::invalid_argument("the discovery subsystem is the target's own");
+  if (find_subsystem(sc.nqn)) throw std::invalid_argument(fmt::format("subsystem {} exists", sc.nqn));
+  auto s = open_subsystem(sc); // outside the lock: a file namespace may take a while to open
+  std::lock_guard lk(config_mu_);
+  if (!subsystems_.emplace(sc.nqn, std::move(s)).second) throw std::invalid_argument(fmt::format("subsystem {} exists", sc.nqn));
+  log().info("subsystem {} added ({} namespace(s)) by the control socket", sc.nqn, sc.namespaces.size());
+}
+
+void Registry::remove_subsystem(const std::string &nqn) {
+  std::shared_ptr<Subsystem> gone;
+  {
+    std::lock_guard lk(config_mu_);
+    auto it = subsystems_.find(nqn);
+    if (it == subsystems_.end() || it->second->discovery) throw std::invalid_argument(fmt::format("no subsystem {}", nqn));
+    gone = std::move(it->second);
+    subsystems_.erase(it);
+  }
+  unsigned ended = 0;
+  {
+    std::lock_guard lk(mu_);
+    for (auto &[key, weak] : controllers_)
+      if (auto c = weak.lock(); c && &c->subsys == gone.get() && !c->dead.exchange(true)) ended++;
+  }
+  log().warn("subsystem {} removed by the control socket; {} controller(s) ended", nqn, ended);
+  wake();
+}
+
+std::optional<dhchap::ControllerAuthConfig> Registry::host_auth(const std::string &hostnqn) {
+  std::lock_guard lk(config_mu_);
+  auto it = host_auth_.find(hostnqn);
+  if (it == host_auth_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Registry::set_host_auth(const std::string &hostnqn, dhchap::ControllerAuthConfig a) {
+  std::lock_guard lk(config_mu_);
+  host_auth_[hostnqn] = std::move(a);
+}
+
+bool Registry::forget_host_auth(const std::string &hostnqn) {
+  std::lock_guard lk(config_mu_);
+  return host_auth_.erase(hostnqn) > 0;
 }
 
 PortState *Registry::port(uint16_t id) {
@@ -105,18 +192,21 @@ PortState *Registry::port(uint16_t id) {
   return nullptr;
 }
 
-std::shared_ptr<TargetController> Registry::create_controller(Subsystem &s, PortState &p, const std::string &hostnqn,
-                                                              const std::array<uint8_t, 16> &hostid, uint32_t kato_ms) {
+std::shared_ptr<TargetController> Registry::create_controller(const std::shared_ptr<Subsystem> &s, PortState &p,
+                                                              const std::string &hostnqn, const std::array<uint8_t, 16> &hostid,
+                                                              uint32_t kato_ms) {
   std::lock_guard lk(mu_);
   // cntlid 1..0xffef, skipping ids still in use.
   for (int tries = 0; tries < 0xffef; tries++) {
     const uint16_t id = next_cntlid_;
     next_cntlid_ = next_cntlid_ >= 0xffef ? 1 : static_cast<uint16_t>(next_cntlid_ + 1);
-    auto key = std::make_pair(static_cast<const Subsystem *>(&s), id);
+    auto key = std::make_pair(static_cast<const Subsystem *>(s.get()), id);
     auto it = controllers_.find(key);
     if (it != controllers_.end() && !it->second.expired()) continue;
     auto c = std::make_shared<TargetController>(id, s, p, hostnqn, hostid, kato_ms);
     controllers_[key] = c;
+    // Removed while this host connected: the controller ends as the others did.
+    if (!s->discovery && find_subsystem(s->cfg.nqn) != s) c->dead = true;
     return c;
   }
   return nullptr;

@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,11 +32,20 @@ struct Namespace {
   std::unique_ptr<Backend> backend;
 };
 
+// A subsystem's namespaces are fixed once it serves (the I/O path reads
+// them without a lock); which hosts it admits can change at run time.
 struct Subsystem {
-  SubsystemConfig cfg;
+  SubsystemConfig cfg; // cfg.allow_any_host and cfg.allowed_hosts under access_mu
   bool discovery = false;
   std::map<uint32_t, Namespace> namespaces;
   bool host_allowed(const std::string &hostnqn) const;
+  // Admit `hostnqn`; the first host named closes a subsystem that was open
+  // to any host, unless that was said explicitly. Returns false when it
+  // was already admitted by name.
+  bool allow_host(const std::string &hostnqn);
+  bool deny_host(const std::string &hostnqn); // false: it was not named
+  std::vector<std::string> allowed_hosts(bool &any) const;
+  mutable std::mutex access_mu;
 };
 
 class PortState {
@@ -70,9 +80,11 @@ constexpr uint32_t kAenAnaChange = 0x2 | (0x03 << 8) | (0x0c << 16);
 
 class TargetController {
 public:
-  TargetController(uint16_t cntlid, Subsystem &s, PortState &p, std::string hostnqn, std::array<uint8_t, 16> hostid,
-                   uint32_t kato_ms);
+  TargetController(uint16_t cntlid, std::shared_ptr<Subsystem> s, PortState &p, std::string hostnqn,
+                   std::array<uint8_t, 16> hostid, uint32_t kato_ms);
   const uint16_t cntlid;
+  // A subsystem removed at run time lives on until its last controller goes.
+  const std::shared_ptr<Subsystem> subsys_owner;
   Subsystem &subsys;
   PortState &port;
   const std::string hostnqn;
@@ -98,13 +110,27 @@ public:
   explicit Registry(const TargetConfig &cfg);
   const TargetConfig &config() const { return cfg_; }
 
-  Subsystem *find_subsystem(const std::string &nqn);
+  std::shared_ptr<Subsystem> find_subsystem(const std::string &nqn);
+  // Every subsystem serving now but discovery, in NQN order.
+  std::vector<std::shared_ptr<Subsystem>> subsystems();
+  // Run-time configuration (the control socket). add_subsystem takes a
+  // finalized configuration, opens its namespaces and throws
+  // std::invalid_argument naming what it refuses; remove_subsystem ends
+  // its controllers (their hosts see the connections close).
+  void add_subsystem(SubsystemConfig sc);
+  void remove_subsystem(const std::string &nqn);
+  // What HOSTNQN must prove (a copy: keys change at run time); none when
+  // the host needs no authentication.
+  std::optional<dhchap::ControllerAuthConfig> host_auth(const std::string &hostnqn);
+  void set_host_auth(const std::string &hostnqn, dhchap::ControllerAuthConfig a);
+  bool forget_host_auth(const std::string &hostnqn);
   PortState *port(uint16_t id);
   std::vector<std::unique_ptr<PortState>> &ports() { return ports_; }
   PortCounters &counters(uint16_t port_id) { return counters_.at(port_id); }
 
-  std::shared_ptr<TargetController> create_controller(Subsystem &s, PortState &p, const std::string &hostnqn,
-                                                      const std::array<uint8_t, 16> &hostid, uint32_t kato_ms);
+  std::shared_ptr<TargetController> create_controller(const std::shared_ptr<Subsystem> &s, PortState &p,
+                                                      const std::string &hostnqn, const std::array<uint8_t, 16> &hostid,
+                                                      uint32_t kato_ms);
   std::shared_ptr<TargetController> find_controller(Subsystem &s, uint16_t cntlid);
   void remove_controller(TargetController &c);
   // Change an ANA group's state on a port and queue an ANA change notice for
@@ -121,8 +147,10 @@ public:
 
 private:
   AuthBackoff backoff_;
-  TargetConfig cfg_;
-  std::map<std::string, Subsystem> subsystems_;
+  TargetConfig cfg_;     // as started; subsystems and keys as they are now: below
+  std::mutex config_mu_; // subsystems_ and host_auth_
+  std::map<std::string, std::shared_ptr<Subsystem>> subsystems_;
+  HostAuth host_auth_;
   std::vector<std::unique_ptr<PortState>> ports_;
   std::map<uint16_t, PortCounters> counters_;
   std::mutex mu_;

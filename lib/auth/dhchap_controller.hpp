@@ -77,7 +77,8 @@ private:
   void set_failure(Failure f, std::string why);
   std::vector<uint8_t> challenge();
 
-  const ControllerAuthConfig &cfg_;
+  // A copy: the control socket may change the host's keys mid-transaction.
+  const ControllerAuthConfig cfg_;
   std::string hostnqn_, subnqn_;
   Step step_ = Step::Negotiate;
   Failure failure_ = Failure::Failed;

@@ -35,7 +35,7 @@ NamespaceConfig parse_namespace_spec(const std::string &spec, uint32_t default_n
   ns.nsid = default_nsid;
   auto fail = [&](const std::string &why) {
     return std::invalid_argument(fmt::format("{} '{}': {} (accepted: ram:SIZE, null:SIZE, file:PATH or a path, "
-                                             "optionally followed by ,lba=512|4096 and ,nsid=N)",
+                                             "optionally followed by ,lba=512|4096, ,nsid=N and ,uuid=UUID)",
                                              option, spec, why));
   };
   std::vector<std::string> parts;
@@ -72,6 +72,8 @@ NamespaceConfig parse_namespace_spec(const std::string &spec, uint32_t default_n
       if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 9 || std::stoul(v) == 0)
         throw fail("nsid must be a number from 1");
       ns.nsid = static_cast<uint32_t>(std::stoul(v));
+    } else if (p.rfind("uuid=", 0) == 0) {
+      if (!parse_uuid(p.substr(5), ns.uuid)) throw fail(fmt::format("uuid '{}' is not a UUID", p.substr(5)));
     } else {
       throw fail(fmt::format("unknown attribute '{}'", p));
     }
@@ -299,6 +301,33 @@ static void close_to_keyed_hosts(TargetConfig &c) {
   }
 }
 
+void finalize_subsystem(SubsystemConfig &s) {
+  if (s.nqn.size() > 223) throw std::invalid_argument(fmt::format("subsystem NQN longer than 223 bytes: {}", s.nqn));
+  if (s.serial.empty()) s.serial = fmt::format("{:08x}", crc32c(s.nqn.data(), s.nqn.size()));
+  std::set<uint32_t> ids;
+  for (auto &n : s.namespaces) {
+    if (!ids.insert(n.nsid).second) throw std::invalid_argument(fmt::format("{}: nsid {} configured twice", s.nqn, n.nsid));
+    if (n.anagrpid < 1 || n.anagrpid > kMaxAnaGroups)
+      throw std::invalid_argument(
+          fmt::format("{}: nsid {}: ANA group {} outside 1..{}", s.nqn, n.nsid, n.anagrpid, kMaxAnaGroups));
+    // Stable identifiers from subsystem and nsid: Linux multipath matches
+    // a namespace across controllers by them.
+    const std::string seed = fmt::format("{}/{}", s.nqn, n.nsid);
+    std::array<uint8_t, 16> id{};
+    for (int k = 0; k < 4; k++) {
+      const uint32_t h = crc32c(seed.data(), seed.size()) ^ (0x9e3779b9u * static_cast<uint32_t>(k + 1));
+      const uint32_t v = crc32c(&h, sizeof h);
+      std::memcpy(id.data() + 4 * k, &v, 4);
+    }
+    if (n.nguid == std::array<uint8_t, 16>{}) n.nguid = id;
+    if (n.uuid == std::array<uint8_t, 16>{}) {
+      n.uuid = id;
+      n.uuid[6] = static_cast<uint8_t>((n.uuid[6] & 0x0f) | 0x40); // version 4 layout
+      n.uuid[8] = static_cast<uint8_t>((n.uuid[8] & 0x3f) | 0x80);
+    }
+  }
+}
+
 void finalize(TargetConfig &c) {
   if (c.subsystems.empty()) throw std::invalid_argument("no subsystem configured (--subnqn with --ns, --config or --job)");
   close_to_keyed_hosts(c);
@@ -310,30 +339,7 @@ void finalize(TargetConfig &c) {
   std::set<std::string> nqns;
   for (auto &s : c.subsystems) {
     if (!nqns.insert(s.nqn).second) throw std::invalid_argument(fmt::format("subsystem {} configured twice", s.nqn));
-    if (s.nqn.size() > 223) throw std::invalid_argument(fmt::format("subsystem NQN longer than 223 bytes: {}", s.nqn));
-    if (s.serial.empty()) s.serial = fmt::format("{:08x}", crc32c(s.nqn.data(), s.nqn.size()));
-    std::set<uint32_t> ids;
-    for (auto &n : s.namespaces) {
-      if (!ids.insert(n.nsid).second) throw std::invalid_argument(fmt::format("{}: nsid {} configured twice", s.nqn, n.nsid));
-      if (n.anagrpid < 1 || n.anagrpid > kMaxAnaGroups)
-        throw std::invalid_argument(
-            fmt::format("{}: nsid {}: ANA group {} outside 1..{}", s.nqn, n.nsid, n.anagrpid, kMaxAnaGroups));
-      // Stable identifiers from subsystem and nsid: Linux multipath matches
-      // a namespace across controllers by them.
-      const std::string seed = fmt::format("{}/{}", s.nqn, n.nsid);
-      std::array<uint8_t, 16> id{};
-      for (int k = 0; k < 4; k++) {
-        const uint32_t h = crc32c(seed.data(), seed.size()) ^ (0x9e3779b9u * static_cast<uint32_t>(k + 1));
-        const uint32_t v = crc32c(&h, sizeof h);
-        std::memcpy(id.data() + 4 * k, &v, 4);
-      }
-      if (n.nguid == std::array<uint8_t, 16>{}) n.nguid = id;
-      if (n.uuid == std::array<uint8_t, 16>{}) {
-        n.uuid = id;
-        n.uuid[6] = static_cast<uint8_t>((n.uuid[6] & 0x0f) | 0x40); // version 4 layout
-        n.uuid[8] = static_cast<uint8_t>((n.uuid[8] & 0x3f) | 0x80);
-      }
-    }
+    finalize_subsystem(s);
   }
   std::set<uint16_t> ids;
   for (auto &p : c.ports) {

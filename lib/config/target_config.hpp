@@ -80,7 +80,8 @@ struct TargetConfig {
 };
 
 // Namespace spec: ram:SIZE | null:SIZE | file:PATH | /dev/... | PATH, with
-// optional ",lba=512|4096" and ",nsid=N". Throws std::invalid_argument
+// optional ",lba=512|4096", ",nsid=N" and ",uuid=UUID" (otherwise one
+// derived from the subsystem and nsid). Throws std::invalid_argument
 // naming `option`.
 NamespaceConfig parse_namespace_spec(const std::string &spec, uint32_t default_nsid, const std::string &option);
 
@@ -99,5 +100,8 @@ TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::st
 
 // Fill in derived values (serials, uuids, port ids) and check consistency.
 void finalize(TargetConfig &c);
+// The part of finalize for one subsystem: its NQN, serial, namespace ids
+// and identifiers (also for one added at run time).
+void finalize_subsystem(SubsystemConfig &s);
 
 } // namespace mpnvme::target

@@ -58,6 +58,18 @@ static void namespace_specs(void **) {
   assert_int_equal(n.nsid, 3);
   n = parse_namespace_spec("file:/var/tmp/x.img", 1, "--ns");
   assert_string_equal(n.path.c_str(), "/var/tmp/x.img");
+  // A UUID given (blktests names its namespace by one) survives finalize.
+  SubsystemConfig sc;
+  sc.nqn = "nqn.2026-12.io.mpnvme:uuid";
+  sc.namespaces = {parse_namespace_spec("ram:1m,uuid=91fdba0d-f87b-4c25-b80f-db7be1418b9e", 1, "--ns"),
+                   parse_namespace_spec("ram:1m,nsid=2", 1, "--ns")};
+  finalize_subsystem(sc);
+  const std::array<uint8_t, 16> given = {0x91, 0xfd, 0xba, 0x0d, 0xf8, 0x7b, 0x4c, 0x25,
+                                         0xb8, 0x0f, 0xdb, 0x7b, 0xe1, 0x41, 0x8b, 0x9e};
+  assert_true(sc.namespaces[0].uuid == given);
+  const std::array<uint8_t, 16> none{};
+  assert_true((sc.namespaces[1].uuid != none && sc.namespaces[1].uuid != given));
+  assert_false(sc.serial.empty());
   assert_int_equal(parse_size("4k", "size"), 4096);
   assert_int_equal(parse_size("2GiB", "size"), 2ull << 30);
   assert_int_equal(parse_size("512", "size"), 512);
@@ -73,6 +85,7 @@ static void namespace_specs_refused(void **) {
   expect_refused<E>([] { parse_namespace_spec("ram:1g,color=red", 1, "--ns"); }, "unknown attribute 'color=red'");
   expect_refused<E>([] { parse_namespace_spec("ram:6k,lba=4096", 1, "--ns"); }, "not a multiple of the LBA size");
   expect_refused<E>([] { parse_namespace_spec("file:", 1, "--ns"); }, "empty path");
+  expect_refused<E>([] { parse_namespace_spec("ram:1m,uuid=91fdba0d", 1, "--ns"); }, "uuid '91fdba0d' is not a UUID");
 }
 
 static void nvmetcli_json(void **) {

@@ -1,0 +1,95 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The target's configuration at run time through its control socket, as
+# blktests drives a remote target: a subsystem added with its namespaces
+# serves verified I/O at once; naming an allowed host closes it to the
+# others; a host's DH-HMAC-CHAP keys set at run time are required from then
+# on (bidirectional, read from files or from standard input, never from the
+# process list), and removed again; a subsystem removed under I/O ends its
+# controllers (the host's I/O fails, the target lives on); bad commands are
+# refused naming the field; the socket is its owner's only; no key appears
+# in a reply, a log or fio's output.
+source "$(dirname "$0")/lib.sh"
+lab_up --paths 1
+ctl() { in_target "$TARGET" ctl "$work/control" "$@"; }
+new=nqn.2026-12.io.mpnvme:added host=nqn.2026-12.io.mpnvme:runtime-host other=nqn.2026-12.io.mpnvme:other-host
+uuid=91fdba0d-f87b-4c25-b80f-db7be1418b9e
+k=$(nvme gen-dhchap-key --hmac=2 --nqn="$host") kc=$(nvme gen-dhchap-key --key-length=48 --nqn="$new")
+keys=$work/keys && mkdir -m 700 "$keys"
+(umask 077 && echo "$k" >"$keys/host" && echo "$kc" >"$keys/ctrl")
+start_target --listen 10.1.1.1 --transport tcp --subnqn "$NQN" --ns ram:16m --control "$work/control" --log-level info
+[[ $(stat -c %a "$work/control") == 600 ]] && pass "the control socket is its owner's only" ||
+  fail "control socket mode $(stat -c %a "$work/control")"
+IO=(--traddr=10.1.1.1 --transport=tcp --subnqn="$new" --rw=randwrite --bs=16k --iodepth=8 --size=8m
+  --verify=crc32c --verify_fatal=1 --do_verify=1)
+
+# 1. A subsystem added at run time serves at once, with the namespace's UUID given.
+ctl subsystem add "$new" "ram:32m,uuid=$uuid" null:64m,lba=4096 >/dev/null || fail "subsystem add refused"
+ctl subsystems | grep -qx "$new namespaces 1=ram:33554432,2=null:67108864 hosts any" && pass "subsystems lists it, open to any host" ||
+  fail "subsystems: $(ctl subsystems)"
+run_fio added "${IO[@]}" --hostnqn="$other" >/dev/null && pass "an added subsystem serves verified I/O at once" ||
+  fail "I/O to the added subsystem: $(tail -3 "$work/added.log")"
+
+# 2. Naming a host closes the subsystem to the others.
+ctl host allow "$new" "$host" >/dev/null || fail "host allow refused"
+if run_fio closed "${IO[@]}" --hostnqn="$other" >/dev/null; then fail "a host not named still got in"
+elif grep -q "host $other is not allowed on $new" "$work/target.log"; then pass "once a host is named, the others are refused"
+else fail "refusal of an unnamed host: $(tail -2 "$work/closed.log")"; fi
+run_fio named "${IO[@]}" --hostnqn="$host" >/dev/null && pass "the named host gets in" || fail "named host: $(tail -3 "$work/named.log")"
+
+# 3. Keys set at run time: from files, and inline through standard input.
+ctl host key "$host" "dhchap_key=@$keys/host" "dhchap_ctrl_key=@$keys/ctrl" dhchap_dhgroup=ffdhe2048 >/dev/null ||
+  fail "host key refused"
+if run_fio nokey "${IO[@]}" --hostnqn="$host" >/dev/null; then fail "the host got in without its new key"
+else pass "a key set at run time is required from then on"; fi
+in_target "$TARGET" ctl "$work/control" backoff forgive 10.1.1.2 >/dev/null 2>&1 # the refusal above may have started one
+run_fio keyed "${IO[@]}" --hostnqn="$host" --dhchap_secret_file="$keys/host" --dhchap_ctrl_secret_file="$keys/ctrl" \
+  >/dev/null && grep -q "host $host authenticated (hmac(sha256), DH group ffdhe2048, bidirectional)" "$work/target.log" &&
+  pass "bidirectional authentication with the keys set at run time, data verified" ||
+  fail "keyed host: $(tail -3 "$work/keyed.log"; grep -m2 "$host" "$work/target.log")"
+echo "host key $host dhchap_key=$k" | ctl - >"$work/stdin-reply" && pass "a key given on standard input is taken" ||
+  fail "host key from standard input: $(cat "$work/stdin-reply")"
+ctl host forget "$host" >/dev/null && run_fio forgotten "${IO[@]}" --hostnqn="$host" >/dev/null &&
+  pass "keys forgotten: the named host gets in without" || fail "after host forget: $(tail -3 "$work/forgotten.log")"
+
+# 4. Bad commands are refused naming what is wrong, never showing a key.
+refused() { # WANT COMMAND...: refused, with WANT in the reply
+  local reply
+  if reply=$(ctl "${@:2}" 2>&1); then fail "accepted: ${*:2}"
+  elif grep -qF -- "$1" <<<"$reply"; then pass "refused: $1"
+  else fail "refusal of '${*:2}' does not say '$1': $reply"; fi
+}
+refused "subsystem $new exists" subsystem add "$new" ram:1m
+refused "uuid 'not-a-uuid' is not a UUID" subsystem add nqn.2026-12.io.mpnvme:x ram:1m,uuid=not-a-uuid
+refused "no subsystem nqn.2026-12.io.mpnvme:none" host allow nqn.2026-12.io.mpnvme:none "$host"
+refused "dhchap_key: the key is not base64" host key "$host" "dhchap_key=DHHC-1:00:not*base64:"
+refused "'dhchap_secret' is not one of" host key "$host" dhchap_secret=x
+refused "dhchap_key= is required" host key "$host" "dhchap_ctrl_key=@$keys/ctrl"
+
+# 5. Removed under I/O: its controllers end, the target lives on.
+connects() { grep -c "host $host connected to $new" "$work/target.log"; }
+before=$(connects)
+run_fio removed "${IO[@]}" --hostnqn="$host" --rw=randread --time_based=1 --runtime=60 --ctrl_loss_tmo=2 --verify=0 \
+  --do_verify=0 >/dev/null &
+fio_pid=$!
+# fio's set-up connects and leaves first; then the job's controller.
+job_connected() { (($(connects) >= before + 2)); }
+until_within 20 "the job's controller on the subsystem about to be removed" job_connected
+ctl subsystem remove "$new" >/dev/null || fail "subsystem remove refused"
+grep -q "subsystem $new removed by the control socket; [1-9][0-9]* controller(s) ended" "$work/target.log" &&
+  pass "removed: its controllers ended" || fail "removal: $(grep "control socket" "$work/target.log" | tail -1)"
+if ! until_within 30 "fio to end after the removal" bash -c "! kill -0 $fio_pid 2>/dev/null"; then kill -9 "$fio_pid"; fi
+wait "$fio_pid" && fail "fio ran on after its subsystem was removed" || pass "the host's I/O failed once its subsystem was gone"
+ctl subsystems | grep -q "^$new " && fail "subsystems still lists the removed one" || pass "subsystems no longer lists it"
+run_fio first "${IO[@]}" --subnqn="$NQN" --hostnqn="$other" >/dev/null && pass "the target serves on" ||
+  fail "the first subsystem after the removal: $(tail -3 "$work/first.log")"
+
+for secret in "$k" "$kc"; do
+  if grep -rqF -- "${secret:10:24}" "$work"/*.log "$work"/*.json "$work/stdin-reply"; then
+    fail "a key appears in a log, a reply or fio's output"
+    break
+  fi
+done
+pass "no key in the target's log, the replies or fio's output"
+stop_target || fail "target exited with $?"
+finish
