@@ -12,7 +12,8 @@ engine=$dest/usr/lib/$arch/mpnvme/fio-mpnvme.so
 for f in "$engine" "$dest/usr/share/mpnvme/jobs/demo.fio" "$dest/usr/share/man/man7/fio-mpnvme.7" \
   "$dest/usr/bin/mpnvme-target" "$dest/usr/bin/mpnvme-lab" "$dest/usr/share/man/man8/mpnvme-target.8" \
   "$dest/usr/share/man/man8/mpnvme-lab.8" "$dest/usr/bin/mpnvme-iopolicy" "$dest/usr/bin/mpnvme-nvmet" \
-  "$dest/usr/share/man/man8/mpnvme-iopolicy.8" "$dest/usr/share/man/man8/mpnvme-nvmet.8"; do
+  "$dest/usr/share/man/man8/mpnvme-iopolicy.8" "$dest/usr/share/man/man8/mpnvme-nvmet.8" \
+  "$dest/usr/bin/mpnvme-blktests-control" "$dest/usr/share/man/man8/mpnvme-blktests-control.8"; do
   [[ -f $f ]] || { echo "FAIL: missing $f"; exit 1; }
 done
 export ASAN_OPTIONS=detect_leaks=0
@@ -29,7 +30,7 @@ grep -q "PRIORITY PAIRS" <<<"$page" || { echo "FAIL: man page does not render"; 
 "$dest/usr/bin/mpnvme-iopolicy" --help | grep -q 'set' || { echo "FAIL: mpnvme-iopolicy --help"; exit 1; }
 # EXIT STATUS as the man pages say: 2 for command line errors.
 for cmd in "mpnvme-target --no-such-option" "mpnvme-target --listen" "mpnvme-nvmet" "mpnvme-nvmet apply" \
-  "mpnvme-iopolicy --no-such-option" "mpnvme-lab"; do
+  "mpnvme-iopolicy --no-such-option" "mpnvme-lab" "mpnvme-blktests-control" "mpnvme-blktests-control frobnicate"; do
   rc=0
   "$dest/usr/bin/${cmd%% *}" ${cmd#* } >/dev/null 2>&1 || rc=$?
   [[ $cmd == *" "* ]] || { rc=0; "$dest/usr/bin/$cmd" >/dev/null 2>&1 || rc=$?; }
@@ -41,7 +42,9 @@ version=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$build/CMakeCache.txt")
 [[ -n $version ]] || { echo "FAIL: no CMAKE_PROJECT_VERSION in $build/CMakeCache.txt"; exit 1; }
 [[ $("$src/toolkit/lab/mpnvme-lab" --version) == "mpnvme-lab $version" ]] ||
   { echo "FAIL: mpnvme-lab --version from the checkout: $("$src/toolkit/lab/mpnvme-lab" --version)"; exit 1; }
-for p in mpnvme-target mpnvme-nvmet mpnvme-iopolicy mpnvme-lab; do
+[[ $("$src/toolkit/blktests/mpnvme-blktests-control" --version) == "mpnvme-blktests-control $version" ]] ||
+  { echo "FAIL: mpnvme-blktests-control --version from the checkout"; exit 1; }
+for p in mpnvme-target mpnvme-nvmet mpnvme-iopolicy mpnvme-lab mpnvme-blktests-control; do
   [[ $("$dest/usr/bin/$p" --version) == "$p $version" ]] || { echo "FAIL: $p --version: $("$dest/usr/bin/$p" --version)"; exit 1; }
 done
 for page in "$dest"/usr/share/man/man*/*; do
