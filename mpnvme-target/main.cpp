@@ -289,9 +289,8 @@ static int serve(const Cli &o, const std::vector<MovedSecret> &moved) {
     log().error("{}", e.what());
     return 1;
   }
-  // Keys in memory, now or later through the control socket: no core dump
-  // may carry them, and no other process of this user may read them
-  // through /proc or ptrace.
+  // Keys in memory, now or later (the control socket): no core dump may
+  // carry them, no other process of this user read them (/proc, ptrace).
   if ((!cfg.host_auth.empty() || !cfg.tls_keys.empty() || !o.control.empty()) && prctl(PR_SET_DUMPABLE, 0) != 0)
     log().warn("cannot turn core dumps off (prctl PR_SET_DUMPABLE): {}", strerror(errno));
 

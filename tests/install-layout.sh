@@ -24,10 +24,18 @@ help=$(LD_PRELOAD=$preload fio --enghelp="$engine")
 grep -q '^sk_priority' <<<"$help" || { echo "FAIL: fio --enghelp lists no engine options"; exit 1; }
 page=$(man -l "$dest/usr/share/man/man7/fio-mpnvme.7" 2>/dev/null)
 grep -q "PRIORITY PAIRS" <<<"$page" || { echo "FAIL: man page does not render"; exit 1; }
-"$dest/usr/bin/mpnvme-target" --help | grep -q -- '--listen' || { echo "FAIL: mpnvme-target --help"; exit 1; }
-"$dest/usr/bin/mpnvme-lab" --help | grep -q -- 'link PATH down|up' || { echo "FAIL: mpnvme-lab --help"; exit 1; }
-"$dest/usr/bin/mpnvme-nvmet" --help | grep -q 'apply' || { echo "FAIL: mpnvme-nvmet --help"; exit 1; }
-"$dest/usr/bin/mpnvme-iopolicy" --help | grep -q 'set' || { echo "FAIL: mpnvme-iopolicy --help"; exit 1; }
+# Each --help read whole before it is searched (grep -q on the pipe would
+# end early and the program die of SIGPIPE under pipefail).
+helps() { # PROGRAM TEXT
+  local out
+  out=$("$dest/usr/bin/$1" --help) || { echo "FAIL: $1 --help exited $?"; exit 1; }
+  grep -qF -- "$2" <<<"$out" || { echo "FAIL: $1 --help does not mention '$2'"; exit 1; }
+}
+helps mpnvme-target --listen
+helps mpnvme-lab 'link PATH down|up'
+helps mpnvme-nvmet apply
+helps mpnvme-iopolicy set
+helps mpnvme-blktests-control 'setup --subsysnqn'
 # EXIT STATUS as the man pages say: 2 for command line errors.
 for cmd in "mpnvme-target --no-such-option" "mpnvme-target --listen" "mpnvme-nvmet" "mpnvme-nvmet apply" \
   "mpnvme-iopolicy --no-such-option" "mpnvme-lab" "mpnvme-blktests-control" "mpnvme-blktests-control frobnicate"; do
