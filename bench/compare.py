@@ -53,6 +53,12 @@ def build(ref, work):
     return sha, src / "build"
 
 
+def turns(i):
+    """The two revisions' order in round i: alternating, so that a drift of
+    the machine hits both alike."""
+    return (0, 1) if i % 2 == 0 else (1, 0)
+
+
 def target_program(build_dir):
     """The build's mpnvme-target; its folder moved (toolkit/target ->
     mpnvme-target), so either revision's."""
@@ -90,7 +96,7 @@ def loopback(refs, builds, runs, work):
             ratios, floors = [[], []], []
             for i in range(runs):
                 floors.append(floor_experiment.floor_beside(tr, depth, LOOPBACK_SECONDS))
-                for k in [0, 1] if i % 2 == 0 else [1, 0]:
+                for k in turns(i):
                     _, build_dir = builds[k]
                     with floor_experiment.target([], work, target_program(build_dir)) as (port, pid):
                         stats, _, _ = floor_experiment.fio(port, pid, [*opts, f"--transport={tr}"], LOOPBACK_SECONDS, work,
@@ -115,9 +121,7 @@ def run(refs, runs, work):
     samples = [[], []]
     try:
         for i in range(runs):
-            # Alternate the order, so that a drift of the machine hits both alike.
-            order = [0, 1] if i % 2 == 0 else [1, 0]
-            for k in order:
+            for k in turns(i):
                 ref, (sha, build_dir) = refs[k], builds[k]
                 actual, ideal = one_run(lab, build_dir, f"{k}-{sha[:12]}-{i}", work)
                 samples[k].append((actual, ideal))

@@ -28,7 +28,6 @@ classifier (the latency job's bytes in the first-served class when marked,
 none there when not) whatever the machine's load does to the latencies."""
 import os
 import re
-import subprocess
 
 import common
 
@@ -74,13 +73,10 @@ class ClassesLab:
 def class_bytes(lab, side, dev):
     """The bytes HTB's first-served class (1:10) and default class (1:20)
     have sent on DEV in the lab's SIDE namespace, as tc counts them."""
-    r = subprocess.run([str(common.LAB), "-n", lab, "exec", side, "tc", "-s", "class", "show", "dev", dev],
-                       capture_output=True, text=True)
-    if r.returncode:
-        common.die(f"tc class show dev {dev} ({side}): {r.stderr.strip()}")
+    shown = common.lab(lab, "exec", side, "tc", "-s", "class", "show", "dev", dev)
     # Text: Debian 12's tc prints no JSON for classes. Each class is
     # "class htb 1:10 parent ..." with " Sent N bytes ..." on the next line.
-    sent = {m[1]: int(m[2]) for m in re.finditer(r"^class htb (\S+) .*\n Sent (\d+) bytes", r.stdout, re.M)}
+    sent = {m[1]: int(m[2]) for m in re.finditer(r"^class htb (\S+) .*\n Sent (\d+) bytes", shown, re.M)}
     if "1:10" not in sent or "1:20" not in sent:
         common.die(f"{side} {dev}: no HTB classes 1:10 and 1:20 (mpnvme-lab --classes): {sorted(sent)}")
     return {"first": sent["1:10"], "rest": sent["1:20"]}

@@ -17,12 +17,11 @@ bool Subsystem::host_allowed(const std::string &hostnqn) const {
   return std::find(cfg.allowed_hosts.begin(), cfg.allowed_hosts.end(), hostnqn) != cfg.allowed_hosts.end();
 }
 
-bool Subsystem::allow_host(const std::string &hostnqn) {
+void Subsystem::allow_host(const std::string &hostnqn) {
   std::lock_guard lk(access_mu);
   if (!cfg.allow_any_host_explicit) cfg.allow_any_host = false;
-  if (std::find(cfg.allowed_hosts.begin(), cfg.allowed_hosts.end(), hostnqn) != cfg.allowed_hosts.end()) return false;
-  cfg.allowed_hosts.push_back(hostnqn);
-  return true;
+  if (std::find(cfg.allowed_hosts.begin(), cfg.allowed_hosts.end(), hostnqn) == cfg.allowed_hosts.end())
+    cfg.allowed_hosts.push_back(hostnqn);
 }
 
 bool Subsystem::deny_host(const std::string &hostnqn) {

@@ -39,10 +39,9 @@ struct Subsystem {
   bool discovery = false;
   std::map<uint32_t, Namespace> namespaces;
   bool host_allowed(const std::string &hostnqn) const;
-  // Admit `hostnqn`; the first host named closes a subsystem that was open
-  // to any host, unless that was said explicitly. Returns false when it
-  // was already admitted by name.
-  bool allow_host(const std::string &hostnqn);
+  // Admit `hostnqn` (again: no change); the first host named closes a
+  // subsystem that was open to any host, unless that was said explicitly.
+  void allow_host(const std::string &hostnqn);
   bool deny_host(const std::string &hostnqn); // false: it was not named
   std::vector<std::string> allowed_hosts(bool &any) const;
   mutable std::mutex access_mu;

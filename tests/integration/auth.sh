@@ -52,9 +52,9 @@ run_fio reconnect --traddr=10.1.1.1 --transport=mptcp --rw=randread --bs=4k --io
   --reconnect_delay=0.5 --hostnqn="$h1" --dhchap_secret_file="$keys/h1" >/dev/null &
 fio_pid=$!
 until_within 10 "I/O before port 1 goes down" flowing 1
-in_target "$TARGET" ctl "$work/control" port 1 down >/dev/null
+ctl port 1 down >/dev/null
 sleep 1 # the fault: 1 s with the port down
-in_target "$TARGET" ctl "$work/control" port 1 up >/dev/null
+ctl port 1 up >/dev/null
 wait "$fio_pid" && (($(authed "$h1") - before >= 5)) &&
   pass "a reconnect authenticates again ($(($(authed "$h1") - before)) queue authentications for one job)" ||
   fail "reconnect: $(($(authed "$h1") - before)) authentications, $(tail -3 "$work/reconnect.log")"

@@ -37,9 +37,9 @@ IO=(--traddr=10.1.1.1 --transport=tcp --subnqn="$subsys" --hostnqn="$host" --rw=
   --size=8m --verify=crc32c --verify_fatal=1 --do_verify=1)
 bt setup --subsysnqn "$subsys" --subsys-uuid "$uuid" --hostnqn "$host" --hostkey "$k" --ctrkey "$kc" ||
   fail "setup with keys exited $?"
-in_target "$TARGET" ctl "$work/control" subsystems | grep -qx "$subsys namespaces 1=ram:67108864 hosts $host" &&
+ctl subsystems | grep -qx "$subsys namespaces 1=ram:67108864 hosts $host" &&
   pass "setup: the subsystem with its namespace, open to blktests' host only" ||
-  fail "after setup: $(in_target "$TARGET" ctl "$work/control" subsystems)"
+  fail "after setup: $(ctl subsystems)"
 run_fio keyed "${IO[@]}" --dhchap_secret_file="$keys/host" --dhchap_ctrl_secret_file="$keys/ctrl" >/dev/null &&
   grep -q "host $host authenticated (.*bidirectional)" "$work/target.log" &&
   pass "the host authenticates both ways with the keys setup passed, data verified" ||
@@ -48,7 +48,7 @@ run_fio stranger "${IO[@]}" --hostnqn=nqn.2026-12.io.mpnvme:stranger >/dev/null 
   fail "another host got into blktests' subsystem" || pass "another host is refused"
 
 bt cleanup --subsysnqn "$subsys" || fail "cleanup exited $?"
-in_target "$TARGET" ctl "$work/control" subsystems | grep -q "^$subsys " && fail "cleanup left the subsystem" ||
+ctl subsystems | grep -q "^$subsys " && fail "cleanup left the subsystem" ||
   pass "cleanup removes the subsystem"
 bt setup --subsysnqn "$subsys" --subsys-uuid "$uuid" --hostnqn "$host" || fail "setup without keys exited $?"
 run_fio unkeyed "${IO[@]}" >/dev/null && pass "a setup without keys leaves none from the test before" ||

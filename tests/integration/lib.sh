@@ -40,15 +40,17 @@ finish() {
 lab_up() { "$LAB" -n "$lab" up "$@" >/dev/null || { echo "FAIL: lab up"; exit 1; }; }
 in_host() { "$LAB" -n "$lab" exec host "$@"; }
 in_target() { "$LAB" -n "$lab" exec target "$@"; }
+# ctl COMMAND...: the target's control socket (--control $work/control).
+ctl() { in_target "$TARGET" ctl "$work/control" "$@"; }
 # forgive ADDR: the target (--control $work/control) lists ADDR as backing
 # off after a failed authentication; then let it in again at once. Tests
 # start the target with a long --auth-backoff, so that a retry is refused
 # however slow the machine, and forgive instead of sleeping it out.
 forgive() {
   local list
-  list=$(in_target "$TARGET" ctl "$work/control" backoff 2>&1) || fail "ctl backoff: $list"
+  list=$(ctl backoff 2>&1) || fail "ctl backoff: $list"
   grep -q "^$1 waits [0-9]* ms after" <<<"$list" || fail "$1 is not backing off: $list"
-  in_target "$TARGET" ctl "$work/control" backoff forgive "$1" >/dev/null || fail "ctl backoff forgive $1"
+  ctl backoff forgive "$1" >/dev/null || fail "ctl backoff forgive $1"
 }
 
 # start_target ARGS...: mpnvme-target in the target namespace, ready when it

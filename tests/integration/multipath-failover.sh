@@ -10,7 +10,6 @@
 # engine declared the path down and when it carried I/O again.
 source "$(dirname "$0")/lib.sh"
 lab_up --paths 2 --rate 1000mbit
-ctl() { in_target "$TARGET" ctl "$work/control" "$@"; }
 # The namespace lives in a file so that a restarted target serves the same
 # data (and two targets can serve one namespace).
 truncate -s 256m "$work/ns.img"
