@@ -26,6 +26,14 @@
 #   MPNVME_LAB_FWD="PORT..."       more guest ports forwarded; the host side
 #                                  of guest port P is in STATEDIR/port-P
 #   MPNVME_LAB_APPEND="..."        extra kernel command line
+#   MPNVME_LAB_DISK=IMAGE          a raw disk image the guest sees as
+#                                  /dev/vda, never written (its writes go
+#                                  to a temporary overlay: qemu snapshot)
+#   MPNVME_LAB_GUESTFWD="PORT=COMMAND..."  a guest connection to
+#                                  10.0.2.100:PORT runs COMMAND on this
+#                                  machine, its standard input and output
+#                                  the connection (qemu guestfwd; ";"
+#                                  separates several, no commas in COMMAND)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -51,9 +59,10 @@ esac
 # inside the guest (bench/guest.py): veth, the qdiscs and nftables, socket
 # diagnostics for ss -i (the bench's flow counts: without them ss reads
 # /proc/net/tcp, which has no byte counts), and kernel TLS with its
-# AES-GCM (no modprobe in the guest loads it on demand).
+# AES-GCM (no modprobe in the guest loads it on demand); a virtio disk
+# with ext4 (MPNVME_LAB_DISK).
 modules=(configfs nvmet nvmet-tcp nvme-tcp nvme-fabrics brd loop virtio_pci virtio_net sch_netem
-  veth sch_tbf sch_htb nf_tables nft_numgen inet_diag tcp_diag mptcp_diag tls gcm ghash-generic aesni-intel)
+  veth sch_tbf sch_htb nf_tables nft_numgen inet_diag tcp_diag mptcp_diag tls gcm ghash-generic aesni-intel virtio_blk ext4)
 
 die() { echo "lab: $*" >&2; exit 1; }
 source "$here/guest-common.sh"
@@ -186,13 +195,24 @@ start() {
     echo "$hp" > "$state/port-$gp"
     fwd+=",hostfwd=tcp:127.0.0.1:$hp-:$gp"
   done
+  local spec cmd disk=()
+  while IFS= read -r spec; do
+    [[ -n $spec ]] || continue
+    cmd=${spec#*=}
+    [[ $spec == [0-9]*=?* && $cmd != *,* ]] || die "MPNVME_LAB_GUESTFWD: '$spec' is not PORT=COMMAND (without commas)"
+    fwd+=",guestfwd=tcp:10.0.2.100:${spec%%=*}-cmd:$cmd"
+  done < <(tr ';' '\n' <<<"${MPNVME_LAB_GUESTFWD:-}")
+  if [[ -n ${MPNVME_LAB_DISK:-} ]]; then
+    [[ -f $MPNVME_LAB_DISK && $MPNVME_LAB_DISK != *,* ]] || die "MPNVME_LAB_DISK=$MPNVME_LAB_DISK: not a file (or a path with a comma)"
+    disk=(-drive "file=$MPNVME_LAB_DISK,if=virtio,format=raw,snapshot=on")
+  fi
   : > "$state/console.log"
   setsid qemu-system-x86_64 -accel tcg -cpu max -smp "${MPNVME_LAB_SMP:-1}" -m "${MPNVME_LAB_MEM:-512}" \
     -display none -monitor none -serial "file:$state/console.log" -no-reboot \
     -kernel "$kd/vmlinuz" -initrd "$state/initramfs.gz" \
     -append "console=ttyS0 quiet panic=-1 ${MPNVME_LAB_APPEND:-}" \
     -netdev "user,id=n0,$fwd" \
-    -device virtio-net-pci,netdev=n0,romfile= </dev/null >"$state/qemu.log" 2>&1 &
+    -device virtio-net-pci,netdev=n0,romfile= "${disk[@]}" </dev/null >"$state/qemu.log" 2>&1 &
   echo $! > "$state/pid"
   local deadline=$((SECONDS + ${MPNVME_LAB_TIMEOUT:-180}))
   while ((SECONDS < deadline)); do
