@@ -5,6 +5,8 @@
 #   make check      unit tests + kernel-lab integration tests (ASan/UBSan build)
 #   make demo       run jobs/demo.fio and print the result
 #   make bench      bench/run all: floors, the matrix, priority pairs, the qemu lab; report and plots
+#   make interop    blktests' NVMe tests against nvmet and mpnvme-target (MPNVME_BLKTESTS=a
+#                   blktests checkout); the table in $(INTEROP_OUT)/blktests.md
 #   make install    PREFIX=/usr DESTDIR=...
 #   make deb        Debian binary package in ../ from the checkout
 #   make dist       Debian source package (with fio's source as a component) in ../
@@ -19,7 +21,9 @@ JOBS ?= $(shell nproc)
 FIO_SRC ?= $(shell cat .deps/fio-src 2>/dev/null)
 CMAKE_ARGS = -DFIO_SRC="$(FIO_SRC)"
 
-.PHONY: all deps build check demo bench install deb dist package-check format clean
+INTEROP_OUT ?= /tmp/mpnvme-interop
+
+.PHONY: all deps build check demo bench interop install deb dist package-check format clean
 
 all: build
 
@@ -47,6 +51,9 @@ demo: deps build
 
 bench: deps build
 	@./bench/run all $(BENCH_ARGS)
+
+interop: deps build
+	@./tests/kernel/blktests.sh $(BUILD) --out $(INTEROP_OUT) $(INTEROP_ARGS)
 
 install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix $(PREFIX) >/dev/null

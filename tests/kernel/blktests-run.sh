@@ -1,23 +1,34 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# The blktests guest's PID 1 (blktests.guest.sh): udevd started, then
-# blktests' ./check in the guest's Debian root, once per target: against
-# nvmet in this kernel over TCP (the reference), and against mpnvme-target
-# on the machine through blktests' remote-target mode
-# (NVME_TARGET_CONTROL=mpnvme-blktests-control). Each run is framed by
-# "BLKTESTS-RUN TARGET" and "BLKTESTS-END TARGET" lines, with ./check's
-# own output between; a failed test's output and diff follow its line;
-# "BLKTESTS-DONE" at the end. It then idles (PID 1 may not end).
-#   blktests-run.sh TARGETS TESTS IMG_SIZE   (comma-separated lists)
+# The blktests job of the Debian-root lab guest (debian-root-init.sh):
+# blktests' ./check once per target: against nvmet in this kernel over
+# TCP (the reference), and against mpnvme-target on the machine through
+# blktests' remote-target mode (NVME_TARGET_CONTROL=mpnvme-blktests-control,
+# reaching the target's control socket through the guestfwd port
+# LAB_ctl). Each run is framed by "BLKTESTS-RUN TARGET" and "BLKTESTS-END
+# TARGET" lines with ./check's own output between; a failed test's output
+# and diff follow its line.
+# Settings: LAB_targets, LAB_tests (comma-separated), LAB_img
+# (NVME_IMG_SIZE), LAB_port (mpnvme-target's NVMe/TCP port, 10.0.2.2),
+# LAB_ctl.
 set -uo pipefail
-idle() { while true; do sleep 3600; done; }
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-/lib/systemd/systemd-udevd --daemon || { echo MPNVME-LAB-FAILED; idle; }
-echo "MPNVME-LAB-READY kernel $(uname -r)"
-cd /opt/blktests || { echo MPNVME-LAB-FAILED; idle; }
-IFS=, read -r -a targets <<<"$1"
-IFS=, read -r -a tests <<<"$2"
-export NVME_IMG_SIZE=$3 NVMET_TRTYPES=tcp NVMET_BLKDEV_TYPES=device
+tar -C /opt -xzf /opt/lab/blktests.tar.gz || exit 1
+install -m 755 /opt/lab/mpnvme-blktests-control /usr/local/sbin/ || exit 1
+mkdir -p /etc/mpnvme
+# The host blktests connects as is its own default host.
+cat >/etc/mpnvme/blktests-control.conf <<CONF
+control=tcp:10.0.2.100:$LAB_ctl
+traddr=10.0.2.2
+trsvcid=$LAB_port
+hostid=0f01fb42-9f7f-4856-b0b3-51e60b8de349
+hostnqn=nqn.2014-08.org.nvmexpress:uuid:0f01fb42-9f7f-4856-b0b3-51e60b8de349
+namespace=ram:$LAB_img
+blkdev_type=device
+CONF
+cd /opt/blktests || exit 1
+IFS=, read -r -a targets <<<"$LAB_targets"
+IFS=, read -r -a tests <<<"$LAB_tests"
+export NVME_IMG_SIZE=$LAB_img NVMET_TRTYPES=tcp NVMET_BLKDEV_TYPES=device
 for target in "${targets[@]}"; do
   echo "BLKTESTS-RUN $target"
   case $target in
@@ -29,5 +40,3 @@ for target in "${targets[@]}"; do
   ./check -o "/tmp/results-$target" "${tests[@]/#/nvme/}" 2>&1 | cat
   echo "BLKTESTS-END $target rc ${PIPESTATUS[0]}"
 done
-echo "BLKTESTS-DONE"
-idle

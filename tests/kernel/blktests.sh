@@ -68,8 +68,6 @@ fail() {
   exit 1
 }
 
-kd=$("$here/lab.sh" prepare) || fail "the lab kernel could not be prepared"
-image=$("$here/blktests-root.sh" "$kd") || fail "the guest's root for blktests could not be built"
 mkdir -p "$state/pack"
 cp -a "$blktests" "$state/pack/blktests" && rm -rf "$state/pack/blktests/.git" "$state/pack/blktests/results"
 tar -C "$state/pack" -czf "$state/blktests.tar.gz" blktests || fail "cannot pack blktests"
@@ -82,13 +80,11 @@ start_machine_target "$state/target.log" --transport tcp --listen "127.0.0.1:$po
   --subnqn nqn.2026-12.io.mpnvme:blktests-idle --ns ram:1m --log-level info
 guest_tests=$(echo "$tests" | tr -d ' ')
 minutes=$((3 + $(tr ',' '\n' <<<"$guest_tests" | wc -l) * $(tr ',' '\n' <<<"$targets" | wc -l) * 3))
-MPNVME_LAB_MEM=1024 MPNVME_LAB_DISK=$image \
-  MPNVME_LAB_GUESTFWD="$ctl_port=$build/mpnvme-target/mpnvme-target ctl $state/control -" \
-  MPNVME_LAB_FILES="$state/blktests.tar.gz $state/mpnvme-blktests-control $here/blktests-run.sh" \
-  MPNVME_LAB_APPEND="bt.port=$port bt.ctl=$ctl_port bt.targets=$targets bt.tests=$guest_tests bt.img=$img" \
-  "$here/lab.sh" start "$state" "$here/blktests.guest.sh" || fail "the guest did not boot"
+MPNVME_LAB_GUESTFWD="$ctl_port=$build/mpnvme-target/mpnvme-target ctl $state/control -" \
+  debian_guest_start "$here/blktests-run.sh" "port=$port ctl=$ctl_port targets=$targets tests=$guest_tests img=$img" \
+  "$state/blktests.tar.gz" "$state/mpnvme-blktests-control"
 echo "blktests $(cd "$blktests" && git describe --always 2>/dev/null || echo '(not a git checkout)') in the guest; up to $minutes min"
-wait_for 'BLKTESTS-DONE' $((minutes * 60))
+wait_for 'LAB-JOB-DONE' $((minutes * 60))
 
 # result TARGET TEST: "passed", "failed" or "not run" (blktests' words), and
 # the reason lines after it in `reason`.

@@ -67,3 +67,19 @@ kernel_host_cleanup() {
   [[ -n ${tpid:-} ]] && kill "$tpid" 2>/dev/null && wait "$tpid" 2>/dev/null
   rm -rf "$state"
 }
+
+# debian_guest_start JOB "NAME=VALUE ..." [FILE...]: boot the lab guest
+# ($state) in the Debian root of debian-root.sh (the modules of
+# MPNVME_LAB_KERNEL's kernel), where debian-root-init.sh runs JOB (a
+# script) with the settings as LAB_NAME; the FILEs beside it in /opt/lab.
+# The guest says "LAB-JOB-DONE rc N" when the job ends.
+debian_guest_start() {
+  local job=$1 settings=$2 kd image append="" kv
+  shift 2
+  kd=$("$here/lab.sh" prepare) || fail "the lab kernel could not be prepared"
+  image=$("$here/debian-root.sh" "$kd") || fail "the guest's Debian root could not be built"
+  for kv in $settings; do append+=" lab.$kv"; done
+  MPNVME_LAB_MEM=${MPNVME_LAB_MEM:-1024} MPNVME_LAB_DISK=$image \
+    MPNVME_LAB_FILES="$here/debian-root-init.sh $job $*" MPNVME_LAB_APPEND="${MPNVME_LAB_APPEND:-} lab.job=$(basename "$job")$append" \
+    "$here/lab.sh" start "$state" "$here/debian-root.guest.sh" || fail "the guest did not boot"
+}

@@ -1,22 +1,23 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# The root file system blktests runs in, inside the qemu lab's guest: the
-# busybox initramfs cannot run it (blktests wants GNU bash, coreutils and
-# gawk, util-linux, kmod with the kernel's whole module tree and its
-# config, udevadm, nvme-cli with JSON output, fio, jq and xfsprogs).
+# A Debian root for lab guests whose jobs the busybox initramfs cannot run
+# (debian-root.guest.sh): blktests wants GNU bash, coreutils and gawk,
+# util-linux, kmod with the kernel's whole module tree and its config,
+# udevadm, nvme-cli with JSON output, fio, jq and xfsprogs.
 # Debian 12's packages of those and their dependencies, unpacked (no
 # maintainer scripts run: the few links and files they would make are made
 # here), with the lab kernel's modules and config, as an ext4 image the
 # guest gets as a virtio disk (qemu -snapshot: the image is never written).
 # Fetched through a private apt source list (the machine's is not touched).
-#   blktests-root.sh KERNEL_DIR   prints the image's path (built once per
-#                                 kernel, in .deps/blktests-root)
+#   debian-root.sh KERNEL_DIR   prints the image's path (built once per
+#                               kernel, in .deps/debian-root; the packages
+#                               are kept there too)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-cache="$root/.deps/blktests-root"
-die() { echo "blktests-root: $*" >&2; exit 1; }
-(($# == 1)) && [[ -d $1/root/lib/modules ]] || die "usage: blktests-root.sh KERNEL_DIR (lab.sh prepare prints it)"
+cache="$root/.deps/debian-root"
+die() { echo "debian-root: $*" >&2; exit 1; }
+(($# == 1)) && [[ -d $1/root/lib/modules ]] || die "usage: debian-root.sh KERNEL_DIR (lab.sh prepare prints it)"
 kd=$1
 packages=(base-files base-passwd bash dash coreutils util-linux mount gawk sed grep findutils diffutils kmod udev
   nvme-cli fio jq xfsprogs procps psmisc ncurses-bin libc-bin gzip bsdextrautils)
@@ -40,10 +41,14 @@ mapfile -t closure < <(apt-cache "${O[@]}" depends --recurse --no-recommends --n
 ((${#closure[@]} > ${#packages[@]})) || die "apt-cache found no dependencies of ${packages[*]}"
 work=$(mktemp -d "$cache/work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/debs" "$work/root"
-(cd "$work/debs" && apt-get "${O[@]}" download -qq "${closure[@]}" >/dev/null 2>&1) ||
+mkdir -p "$cache/debs" "$work/root"
+(cd "$cache/debs" && apt-get "${O[@]}" download -qq "${closure[@]}" >/dev/null 2>&1) ||
   die "apt-get download of ${#closure[@]} packages from bookworm failed"
-for deb in "$work"/debs/*.deb; do dpkg-deb -x "$deb" "$work/root"; done
+for p in "${closure[@]}"; do
+  deb=$(ls -t "$cache"/debs/"${p}"_*.deb 2>/dev/null | head -1)
+  [[ -n $deb ]] || die "$p was not downloaded"
+  dpkg-deb -x "$deb" "$work/root"
+done
 r=$work/root
 # What the maintainer scripts would have made: the shell and awk links,
 # the user and group tables, the loader cache, a machine ID for udev.
@@ -53,7 +58,7 @@ printf 'root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534:nobody:/nonexisten
 printf 'root:x:0:\ndisk:x:6:\nkmem:x:15:\ntty:x:5:\nnogroup:x:65534:\n' >"$r/etc/group"
 mkdir -p "$r/root" "$r/tmp" "$r/run" "$r/proc" "$r/sys" "$r/dev" "$r/boot" "$r/etc/nvme" "$r/opt"
 chmod 1777 "$r/tmp"
-echo "blktests-lab" >"$r/etc/hostname"
+echo "mpnvme-lab" >"$r/etc/hostname"
 cat /proc/sys/kernel/random/uuid | tr -d - >"$r/etc/machine-id"
 # The lab kernel's modules (blktests loads and unloads the NVMe modules
 # itself) and config (it checks kernel options).
@@ -65,7 +70,7 @@ chroot "$r" /sbin/ldconfig 2>/dev/null || true
 # on a sparse image.
 size_mb=$(($(du -sm "$r" | cut -f1) * 13 / 10 + 2048))
 mkdir -p "$cache"
-mke2fs -q -t ext4 -L blktests -d "$r" "$image.tmp" "${size_mb}M" >&2 || die "mke2fs -d failed"
+mke2fs -q -t ext4 -L debian-root -d "$r" "$image.tmp" "${size_mb}M" >&2 || die "mke2fs -d failed"
 mv "$image.tmp" "$image"
 find "$cache" -maxdepth 1 -name "$version-*.ext4" ! -name "$(basename "$image")" -delete
 echo "$image"
