@@ -83,7 +83,7 @@ void Connection::identify_controller(Cmd &c, uint16_t slot) {
   for (auto &[id_, ns] : sub.namespaces)
     nn = std::max(nn, id_);
   id->nn = id->mnan = sub.discovery ? 0 : std::max(nn, 1u);
-  id->oncs = sub.discovery ? 0 : (NVME_CTRL_ONCS_DSM | NVME_CTRL_ONCS_WRITE_ZEROES);
+  id->oncs = sub.discovery ? 0 : (NVME_CTRL_ONCS_DSM | NVME_CTRL_ONCS_WRITE_ZEROES | NVME_CTRL_ONCS_RESERVATIONS);
   id->vwc = sub.discovery ? 0 : 1; // Flush matters for file namespaces
   id->sgls = 1u | (1u << 20);      // SGLs supported, address used as offset
   std::memcpy(id->subnqn, sub.cfg.nqn.data(), std::min<size_t>(sub.cfg.nqn.size(), sizeof id->subnqn - 1));
@@ -112,6 +112,10 @@ void Connection::identify_namespace(Cmd &c, uint16_t slot) {
   id->nlbaf = 0; // one format (0's based)
   id->flbas = 0;
   id->nmic = 1; // may be shared by controllers
+  // Every reservation type, Ignore Existing Key as NVMe 1.3 defines it; no
+  // persistence through a power loss.
+  id->rescap = NVME_NS_RESCAP_WE | NVME_NS_RESCAP_EA | NVME_NS_RESCAP_WERO | NVME_NS_RESCAP_EARO | NVME_NS_RESCAP_WEAR |
+               NVME_NS_RESCAP_EAAR | NVME_NS_RESCAP_IEK_13;
   id->dlfeat = ns.backend->deallocated_reads_zero() ? 0x9 : 0;
   id->anagrpid = ns.cfg.anagrpid;
   std::memcpy(id->nguid, ns.cfg.nguid.data(), sizeof id->nguid);

@@ -154,6 +154,9 @@ private:
   void read_write(Cmd &c, Backend &be, SlotDone &done);
   void deallocate(Cmd &c, uint16_t slot, Backend &be, SlotDone &done);
   void refuse_lba_range(uint16_t slot, const Backend &be, uint64_t lba, uint64_t n);
+  void reservation_command(Cmd &c, uint16_t slot, Reservations &r); // io_reservations.cpp
+  void reservation_report(Cmd &c, uint16_t slot, const Reservations &r);
+  bool reservation_permits(const Cmd &c, uint16_t slot, const Reservations &r);
   void connect(Cmd &c, uint16_t slot);
   void property_get(Cmd &c, uint16_t slot);
   void property_set(Cmd &c, uint16_t slot);

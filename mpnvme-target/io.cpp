@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Connection: the NVM I/O commands (Read, Write, Flush, Write Zeroes,
 // Dataset Management) against the namespace backends, after the ANA state
-// of the namespace's group allows them.
+// of the namespace's group and its reservation allow them.
 #include <cerrno>
 #include <cstring>
 #include <fmt/format.h>
@@ -41,6 +41,10 @@ uint8_t *Connection::backend_write_destination(const Cmd &c) {
   auto &nss = ctrl_->subsys.namespaces;
   auto it = nss.find(c.sqe.nsid());
   if (it == nss.end() || !ana_usable(port_.ana(it->second.cfg.anagrpid))) return nullptr;
+  // Data refused by a reservation must not reach the namespace. A
+  // reservation taken while the data is on its way does not stop it: the
+  // write was admitted before, as one already running would be.
+  if (!it->second.reservations->permits(ctrl_->hostid, true)) return nullptr;
   Backend &be = *it->second.backend;
   const uint64_t slba = c.sqe.slba(), nlb = c.sqe.nlb();
   if (!be.contains(slba, nlb) || c.sqe.sgl_len() != nlb * be.lba()) return nullptr;
@@ -74,6 +78,14 @@ private:
 void Connection::exec_io(Cmd &c, uint16_t slot) {
   Namespace *ns = io_namespace(c, slot);
   if (!ns) return;
+  switch (c.sqe.opcode()) {
+  case kCmdResvRegister:
+  case kCmdResvAcquire:
+  case kCmdResvRelease: return reservation_command(c, slot, *ns->reservations);
+  case kCmdResvReport: return reservation_report(c, slot, *ns->reservations);
+  default:
+    if (!reservation_permits(c, slot, *ns->reservations)) return;
+  }
   Backend &be = *ns->backend;
   SlotDone done(*this, c, slot);
   switch (c.sqe.opcode()) {

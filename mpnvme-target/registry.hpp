@@ -22,6 +22,7 @@
 #include "lib/config/target_config.hpp"
 #include "mpnvme-target/auth_backoff.hpp"
 #include "mpnvme-target/backend.hpp"
+#include "mpnvme-target/reservations.hpp"
 
 namespace mpnvme::target {
 
@@ -30,6 +31,7 @@ extern const char *const kDiscoveryNqn;
 struct Namespace {
   NamespaceConfig cfg;
   std::unique_ptr<Backend> backend;
+  std::unique_ptr<Reservations> reservations = std::make_unique<Reservations>();
 };
 
 // A subsystem's namespaces are fixed once it serves (the I/O path reads

@@ -299,6 +299,10 @@ const char *opcode_name(uint8_t opcode, bool admin) {
   case kCmdRead: return "Read";
   case kCmdWriteZeroes: return "Write Zeroes";
   case kCmdDsm: return "Dataset Management";
+  case kCmdResvRegister: return "Reservation Register";
+  case kCmdResvReport: return "Reservation Report";
+  case kCmdResvAcquire: return "Reservation Acquire";
+  case kCmdResvRelease: return "Reservation Release";
   }
   return "I/O command";
 }
