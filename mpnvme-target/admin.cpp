@@ -207,7 +207,9 @@ void Connection::deliver_aens() {
     while (!ctrl_->aen_events.empty() && !ctrl_->aer_cids.empty()) {
       const uint32_t ev = ctrl_->aen_events.front();
       ctrl_->aen_events.pop_front();
-      if (ev == kAenAnaChange && !(ctrl_->aen_config & (1u << 11))) continue; // host did not ask for ANA notices
+      // Only the notices the host asked for (Asynchronous Event Configuration).
+      if (ev == kAenAnaChange && !(ctrl_->aen_config & (1u << 11))) continue;
+      if (ev == kAenDiscoveryChange && !(ctrl_->aen_config & (1u << 31))) continue;
       ready.emplace_back(ctrl_->aer_cids.front(), ev);
       ctrl_->aer_cids.pop_front();
     }

@@ -111,6 +111,7 @@ std::string host_command(Registry &reg, std::istringstream &in) {
   } else if (!s->deny_host(b)) {
     return fmt::format("error: host {} is not on {}'s list\n", b, a);
   }
+  reg.discovery_changed(); // which hosts see the subsystem
   return "ok\n";
 }
 

@@ -147,6 +147,7 @@ void Registry::add_subsystem(SubsystemConfig sc) {
   std::lock_guard lk(config_mu_);
   if (!subsystems_.emplace(sc.nqn, std::move(s)).second) throw std::invalid_argument(fmt::format("subsystem {} exists", sc.nqn));
   log().info("subsystem {} added ({} namespace(s)) by the control socket", sc.nqn, sc.namespaces.size());
+  discovery_changed();
 }
 
 void Registry::remove_subsystem(const std::string &nqn) {
@@ -165,7 +166,7 @@ void Registry::remove_subsystem(const std::string &nqn) {
       if (auto c = weak.lock(); c && &c->subsys == gone.get() && !c->dead.exchange(true)) ended++;
   }
   log().warn("subsystem {} removed by the control socket; {} controller(s) ended", nqn, ended);
-  wake();
+  discovery_changed();
 }
 
 std::optional<dhchap::ControllerAuthConfig> Registry::host_auth(const std::string &hostnqn) {
@@ -222,21 +223,30 @@ void Registry::remove_controller(TargetController &c) {
   controllers_.erase({&c.subsys, c.cntlid});
 }
 
+void Registry::notify(const std::function<bool(const TargetController &)> &which, uint32_t event) {
+  {
+    std::lock_guard lk(mu_);
+    for (auto &[key, weak] : controllers_) {
+      auto c = weak.lock();
+      if (!c || !which(*c)) continue;
+      std::lock_guard clk(c->mu);
+      c->aen_events.push_back(event);
+    }
+  }
+  wake();
+}
+
 void Registry::set_ana(uint16_t port_id, uint32_t grp, AnaState st) {
   PortState *p = port(port_id);
   if (!p) throw std::invalid_argument(fmt::format("no port {}", port_id));
   p->set_ana(grp, st);
   log().info("port {} ANA group {}: {}", port_id, grp, ana_state_name(st));
-  {
-    std::lock_guard lk(mu_);
-    for (auto &[key, weak] : controllers_) {
-      auto c = weak.lock();
-      if (!c || &c->port != p || c->subsys.discovery) continue;
-      std::lock_guard clk(c->mu);
-      c->aen_events.push_back(kAenAnaChange);
-    }
-  }
-  if (wake_) wake_();
+  notify([p](const TargetController &c) { return &c.port == p && !c.subsys.discovery; }, kAenAnaChange);
+}
+
+void Registry::discovery_changed() {
+  discovery_genctr_++;
+  notify([](const TargetController &c) { return c.subsys.discovery; }, kAenDiscoveryChange);
 }
 
 } // namespace mpnvme::target

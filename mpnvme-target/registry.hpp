@@ -78,6 +78,8 @@ struct PortCounters {
 
 // AER completion dword 0 for an ANA change notice (type Notice, info 0x03, log 0x0C).
 constexpr uint32_t kAenAnaChange = 0x2 | (0x03 << 8) | (0x0c << 16);
+// ... and for a discovery log change notice (type Notice, info 0xF0, log 0x70).
+constexpr uint32_t kAenDiscoveryChange = 0x2 | (0xf0 << 8) | (0x70 << 16);
 
 class TargetController {
 public:
@@ -141,12 +143,18 @@ public:
   void wake() {
     if (wake_) wake_();
   }
-  uint64_t discovery_genctr() const { return 1; }
+  // The discovery log's generation counter; discovery_changed() counts a
+  // change of what it lists (a subsystem added or removed, a host allowed
+  // or denied) and queues a change notice for every discovery controller.
+  uint64_t discovery_genctr() const { return discovery_genctr_; }
+  void discovery_changed();
   // A failed authentication from `peer` (auth.cpp); accept asks backoff().
   void auth_failed(const std::string &peer) { backoff_.failed(AuthBackoff::address(peer), AuthBackoff::Clock::now()); }
   AuthBackoff &backoff() { return backoff_; }
 
 private:
+  // Queue `event` for every controller `which` picks, and wake the reactors.
+  void notify(const std::function<bool(const TargetController &)> &which, uint32_t event);
   AuthBackoff backoff_;
   TargetConfig cfg_;     // as started; subsystems and keys as they are now: below
   std::mutex config_mu_; // subsystems_ and host_auth_
@@ -158,6 +166,7 @@ private:
   std::map<std::pair<const Subsystem *, uint16_t>, std::weak_ptr<TargetController>> controllers_;
   uint16_t next_cntlid_ = 1;
   std::function<void()> wake_;
+  std::atomic<uint64_t> discovery_genctr_{1};
 };
 
 } // namespace mpnvme::target

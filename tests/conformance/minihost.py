@@ -28,7 +28,9 @@ import nvmetcp  # noqa: E402  (PDU builders shared with the hostile-client tests
 
 IPPROTO_MPTCP = 262
 ICRESP, CAPSULE_RESP, C2H_DATA, R2T, C2H_TERM = 0x1, 0x5, 0x7, 0x9, 0x3
-ADMIN_GET_LOG_PAGE, ADMIN_IDENTIFY, ADMIN_GET_FEATURES = 0x02, 0x06, 0x0A
+ADMIN_GET_LOG_PAGE, ADMIN_IDENTIFY, ADMIN_SET_FEATURES, ADMIN_GET_FEATURES = 0x02, 0x06, 0x09, 0x0A
+ADMIN_ASYNC_EVENT = 0x0C
+FEAT_ASYNC_EVENT = 0x0B
 NVM_WRITE, NVM_READ = 0x01, 0x02
 FEAT_NUM_QUEUES = 0x07
 REG_CAP, REG_VS, REG_CC, REG_CSTS = 0x00, 0x08, 0x14, 0x1C
@@ -267,9 +269,26 @@ def run(a):
     adm.s.close()
 
 
+def discovery_log(adm):
+    """The discovery log page (LID 70h): its generation counter and entries."""
+    st, _, _, page = adm.command(nvmetcp.sqe(ADMIN_GET_LOG_PAGE, 0, nsid=0, cdw10=0x70 | (2047 << 16)), read_len=8192)
+    if st:
+        raise RuntimeError(f"Get Log Page (discovery): {status_text(st)}")
+    genctr, records = struct.unpack_from("<QQ", page, 0)
+    return genctr, [page[1024 * (i + 1):1024 * (i + 2)] for i in range(min(records, 7))]  # the header and seven entries
+
+
+def print_entries(entries):
+    text = lambda b: b.split(b"\0")[0].decode().strip()
+    for e in entries:
+        print(f"entry: {text(e[512:768])}:{text(e[32:64])} {text(e[256:512])} trtype {e[0]} treq {e[3]} sectype {e[768]}")
+
+
 def discovery(a):
     """--discovery: the discovery controller's log page (LID 70h), one line
-    per entry: address, service, subsystem, TRTYPE, TREQ and the TCP SECTYPE."""
+    per entry: address, service, subsystem, TRTYPE, TREQ and the TCP SECTYPE.
+    With --wait-change, then an Asynchronous Event Request for a discovery
+    log change notice, and the log again when it completes."""
     adm = Queue(a.addr, a.port, a.mptcp)
     st, _ = connect(adm, 0, a.subnqn.encode(), 0xFFFF, 32)
     if st:
@@ -283,15 +302,21 @@ def discovery(a):
         time.sleep(0.01)
     if st:
         return fail(f"discovery controller enable: {status_text(st)}")
-    st, _, _, page = adm.command(nvmetcp.sqe(ADMIN_GET_LOG_PAGE, 0, nsid=0, cdw10=0x70 | (2047 << 16)), read_len=8192)
-    if st:
-        return fail(f"Get Log Page (discovery): {status_text(st)}")
-    records = struct.unpack_from("<Q", page, 8)[0]
-    ok(f"discovery log: {records} entries")
-    for i in range(min(records, 7)):  # 8 KiB: the header and seven entries
-        e = page[1024 * (i + 1):1024 * (i + 2)]
-        text = lambda b: b.split(b"\0")[0].decode().strip()
-        print(f"entry: {text(e[512:768])}:{text(e[32:64])} {text(e[256:512])} trtype {e[0]} treq {e[3]} sectype {e[768]}")
+    genctr, entries = discovery_log(adm)
+    ok(f"discovery log: {len(entries)} entries, genctr {genctr}")
+    print_entries(entries)
+    if a.wait_change:
+        st, _, _, _ = adm.command(nvmetcp.sqe(ADMIN_SET_FEATURES, 0, nsid=0, cdw10=FEAT_ASYNC_EVENT, cdw11=1 << 31))
+        if st:
+            return fail(f"Set Features (discovery log change notices): {status_text(st)}")
+        print("waiting for a discovery log change notice", flush=True)
+        adm.s.settimeout(a.wait_change)
+        st, dw0, _, _ = adm.command(nvmetcp.sqe(ADMIN_ASYNC_EVENT, 0, nsid=0))
+        adm.s.settimeout(10)
+        (ok if not st and dw0 == 0x70F002 else fail)(f"asynchronous event {dw0:#x} (status {st:#x}): a discovery log change notice")
+        after, entries = discovery_log(adm)
+        (ok if after > genctr else fail)(f"discovery log after the notice: {len(entries)} entries, genctr {after}")
+        print_entries(entries)
     adm.s.close()
 
 
@@ -305,6 +330,8 @@ def main():
     ap.add_argument("--expect-cfs", action="store_true", help="the controller must refuse CC.EN with CSTS.CFS (and stop there)")
     ap.add_argument("--nsid", type=int, default=1)
     ap.add_argument("--discovery", action="store_true", help="SUBNQN is the discovery NQN: print the discovery log's entries")
+    ap.add_argument("--wait-change", type=float, metavar="SECONDS",
+                    help="with --discovery: then wait that long for a discovery log change notice")
     a = ap.parse_args()
     try:
         discovery(a) if a.discovery else run(a)

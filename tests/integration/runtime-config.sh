@@ -24,8 +24,18 @@ start_target --listen 10.1.1.1 --transport tcp --subnqn "$NQN" --ns ram:16m --co
 IO=(--traddr=10.1.1.1 --transport=tcp --subnqn="$new" --rw=randwrite --bs=16k --iodepth=8 --size=8m
   --verify=crc32c --verify_fatal=1 --do_verify=1)
 
-# 1. A subsystem added at run time serves at once, with the namespace's UUID given.
+# 1. A subsystem added at run time serves at once, with the namespace's UUID
+# given; the discovery controller counts the change and tells a host that
+# waits for it (a discovery log change notice), which then finds it listed.
+in_host python3 "$root/tests/conformance/minihost.py" 10.1.1.1 4420 nqn.2014-08.org.nvmexpress.discovery --discovery \
+  --wait-change 20 >"$work/discovery.out" 2>&1 &
+watcher=$!
+until_within 10 "the discovery host waiting for a change notice" grep -q "waiting for a discovery log change notice" "$work/discovery.out"
 ctl subsystem add "$new" "ram:32m,uuid=$uuid" null:64m,lba=4096 >/dev/null || fail "subsystem add refused"
+wait $watcher || fail "discovery change: $(grep -E '^(FAIL|ok)' "$work/discovery.out" | tr '\n' ' ')"
+grep -q "^entry: .* $new " "$work/discovery.out" &&
+  pass "discovery: the host was told of the change, genctr rose, the added subsystem is listed" ||
+  fail "the discovery log after the change does not list $new: $(cat "$work/discovery.out")"
 ctl subsystems | grep -qx "$new namespaces 1=ram:33554432,2=null:67108864 hosts any" && pass "subsystems lists it, open to any host" ||
   fail "subsystems: $(ctl subsystems)"
 run_fio added "${IO[@]}" --hostnqn="$other" >/dev/null && pass "an added subsystem serves verified I/O at once" ||
