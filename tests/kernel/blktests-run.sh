@@ -13,7 +13,7 @@
 # LAB_ctl.
 set -uo pipefail
 tar -C /opt -xzf /opt/lab/blktests.tar.gz || exit 1
-install -m 755 /opt/lab/mpnvme-blktests-control /usr/local/sbin/ || exit 1
+install -D -m 755 /opt/lab/mpnvme-blktests-control /usr/local/sbin/mpnvme-blktests-control || exit 1
 mkdir -p /etc/mpnvme
 # The host blktests connects as is its own default host.
 cat >/etc/mpnvme/blktests-control.conf <<CONF
