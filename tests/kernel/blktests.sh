@@ -46,6 +46,7 @@ declare -A cause=(
   [043]="blktests changes the hash and DH group by writing nvmet's configfs (_set_nvmet_hash, _set_nvmet_dhgroup), which its remote-target mode does not route through NVME_TARGET_CONTROL; needs a control verb in blktests"
   [044]="blktests sets the DH group by writing nvmet's configfs (_set_nvmet_dhgroup), which its remote-target mode does not route through NVME_TARGET_CONTROL; needs a control verb in blktests"
   [045]="blktests changes keys and DH group for re-authentication by writing nvmet's configfs, which its remote-target mode does not route through NVME_TARGET_CONTROL; needs a control verb in blktests"
+  [054]="blktests runs its reservation commands only where the host's own nvmet configfs has the namespace's resv_enable, which a remote target's namespace never has; mpnvme-target's reservations are checked against nvmet's by kernel_target_reservations instead"
   [057]="blktests changes ANA states by writing nvmet's configfs ports (_setup_nvmet_port_ana) and adds ports through 'add-ports', a stub in blktests' own remote-target mode"
 )
 

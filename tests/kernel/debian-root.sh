@@ -64,7 +64,12 @@ cat /proc/sys/kernel/random/uuid | tr -d - >"$r/etc/machine-id"
 # itself) and config (it checks kernel options).
 mkdir -p "$r/lib/modules"
 cp -a "$kd/root/lib/modules/$version" "$r/lib/modules/"
-if compgen -G "$kd/root/boot/config-*" >/dev/null; then cp "$kd"/root/boot/config-* "$r/boot/"; fi
+# Debian's 7.x packages keep the config beside the modules; blktests reads
+# /boot/config-VERSION.
+for config in "$kd/root/boot/config-$version" "$kd/root/lib/modules/$version/config" "$kd/config"; do
+  [[ -f $config ]] && { cp "$config" "$r/boot/config-$version"; break; }
+done
+[[ -f $r/boot/config-$version ]] || echo "debian-root: no config of kernel $version: blktests will not run tests that check kernel options" >&2
 chroot "$r" /sbin/ldconfig 2>/dev/null || true
 # Room for blktests' own backing files (NVME_IMG_SIZE, 350m for nvme/012)
 # on a sparse image.

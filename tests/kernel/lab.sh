@@ -96,7 +96,10 @@ prepare() {
   # The base initramfs is rebuilt when the module list or the guest's
   # scripts change; the kernel package is fetched once.
   local want; want=$(cat <(echo "${modules[*]}") "$here/guest-init.sh" "$here/guest-lib.sh" | md5sum | cut -d' ' -f1)
-  [[ -f "$kd/ready" && $(cat "$kd/ready") == "$want" ]] && { echo "$kd"; return; }
+  # A kernel the user built: its config, when the directory has one
+  # (build-lab-kernel leaves it there), for the guests' Debian root.
+  keep_config() { if [[ -z $meta && -f $series/config ]]; then cp "$series/config" "$kd/config"; fi; }
+  [[ -f "$kd/ready" && $(cat "$kd/ready") == "$want" ]] && { keep_config; echo "$kd"; return; }
   if [[ ! -f "$kd/extracted" ]]; then
     rm -rf "$kd"; mkdir -p "$kd/deb"
     if [[ -z $meta ]]; then
@@ -159,6 +162,7 @@ prepare() {
   cp "$here/guest-lib.sh" "$ir/lib/guest-lib.sh"
   (cd "$ir" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1) > "$kd/base.cpio.gz"
   echo "$want" > "$kd/ready"
+  keep_config
   echo "$kd"
 }
 
