@@ -77,8 +77,11 @@ void Connection::auth_send(Cmd &c, uint16_t slot) {
   auth_finished();
 }
 
+// Only a host that did not prove its key waits before it may try again: one
+// that refuses the controller's answer (AUTH_Failure2, a host checking the
+// controller with another key) has shown it holds its own.
 void Connection::count_auth_failure() {
-  if (auth_failure_counted_) return;
+  if (auth_failure_counted_ || (auth_ && auth_->host_proved())) return;
   auth_failure_counted_ = true;
   reg_.auth_failed(peer_);
 }

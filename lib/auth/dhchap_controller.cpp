@@ -60,6 +60,7 @@ void ControllerTransaction::on_send(std::span<const uint8_t> msg) {
 }
 
 void ControllerTransaction::negotiate(std::span<const uint8_t> msg) {
+  host_proved_ = false;
   Negotiate n;
   try {
     n = parse_negotiate(msg);
@@ -102,6 +103,7 @@ void ControllerTransaction::reply(std::span<const uint8_t> msg) {
   const SecretBytes want = host_response(hash_, transformed_key(cfg_.host_key, hostnqn_), augmented_challenge(hash_, c1_, skey),
                                          s1_, t_id_, 0, hostnqn_, subnqn_);
   if (!(want == r.response)) return set_failure(Failure::Failed, "the host's response does not match its key");
+  host_proved_ = true;
   ctrl_answer_.reset();
   if (r.c2) {
     if (!cfg_.ctrl_key)

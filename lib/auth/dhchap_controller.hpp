@@ -66,6 +66,9 @@ public:
   // Failed or about to say so: the next Receive carries AUTH_Failure1 (a
   // wrong response, say), whether or not the host ever asks for it.
   bool failing() const { return step_ == Step::Failure1 || step_ == Step::Failed; }
+  // The host's response matched its key: whatever fails after that (the
+  // host refusing the controller's answer) is no guess at the host's key.
+  bool host_proved() const { return host_proved_; }
   // For the log, once: the step and the reason (never a key).
   const std::string &failure() const { return why_; }
   std::string agreed() const; // "hmac(sha256), DH group null"
@@ -81,6 +84,7 @@ private:
   const ControllerAuthConfig cfg_;
   std::string hostnqn_, subnqn_;
   Step step_ = Step::Negotiate;
+  bool host_proved_ = false;
   Failure failure_ = Failure::Failed;
   std::string why_;
   uint16_t t_id_ = 0;

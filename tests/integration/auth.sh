@@ -98,6 +98,17 @@ forgive 10.1.1.2
 run_fio later "${IO[@]}" --hostnqn="$h1" --dhchap_secret_file="$keys/h1" >/dev/null && pass "forgiven by the control socket, the right key gets in again" ||
   fail "forgiven: $(tail -2 "$work/later.log")"
 
+# A host that refuses the controller's answer (it checks the controller
+# with another key: AUTH_Failure2) proved its own key first: no wait for
+# its address (blktests' nvme/044 connects right after such a refusal).
+if run_fio refusing "${IO[@]}" --hostnqn="$h2" --dhchap_secret_file="$keys/h2" --dhchap_ctrl_secret_file="$keys/wrong" \
+  --ctrl_loss_tmo=0 >/dev/null; then fail "the host took the controller's answer to another key"
+elif grep -q "host $h2 failed DH-HMAC-CHAP authentication: the host refused the controller: AUTH_Failure2" "$work/target.log"; then
+  run_fio after-refusal "${IO[@]}" --hostnqn="$h2" --dhchap_secret_file="$keys/h2" --dhchap_ctrl_secret_file="$keys/ctrl" >/dev/null &&
+    pass "a host refusing the controller's answer may connect again at once" ||
+    fail "after the host refused the controller: $(tail -2 "$work/after-refusal.log")"
+else fail "the host's refusal of the controller: $(tail -2 "$work/refusing.log")"; fi
+
 # Multipath: a second target on path 2 knows another key for h1. Its path
 # is down with the controller's reason; the job runs on path 1. (The same
 # subsystem and namespace identity on both: the engine takes them for two
