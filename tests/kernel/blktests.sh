@@ -125,7 +125,7 @@ for t in ${guest_tests//,/ }; do
     [[ ${res[$target]} == absent ]] && { rc=1; reason="blktests did not report it against $target; ${reason}"; }
   done
   if [[ ${res[nvmet]:-} == passed && ${res[mpnvme-target]:-passed} != passed ]]; then
-    if [[ -n ${cause[$t]:-} ]]; then reason="${cause[$t]}"; else rc=1; reason="REGRESSION: ${reason}"; fi
+    if [[ -n ${cause[$t]:-} ]]; then reason="${cause[$t]} (blktests: ${reason:-no reason given})"; else rc=1; reason="REGRESSION: ${reason}"; fi
   fi
   if [[ ",$require," == *",$t,"* ]]; then
     for target in ${targets//,/ }; do [[ ${res[$target]} == passed ]] || { rc=1; reason="required to pass: ${reason}"; }; done
