@@ -83,7 +83,7 @@ pair() {
   # Counted before the run: the lab's commands are slow once the emulated
   # CPU is busy with it.
   local drops=$($LAB counters --json | jq '.directions.to_target.dropped_packets + .directions.to_host.dropped_packets')
-  host_run "$host" "$port" "$name-blackhole" --time_based=1 --runtime=40 &
+  host_run "$host" "$port" "$name-blackhole" --time_based=1 --runtime=30 &
   local fio=$! start=$SECONDS
   sleep 10
   $LAB loss 2 100 >/dev/null
