@@ -75,7 +75,7 @@ chroot "$r" /sbin/ldconfig 2>/dev/null || true
 # on a sparse image.
 size_mb=$(($(du -sm "$r" | cut -f1) * 13 / 10 + 2048))
 mkdir -p "$cache"
-mke2fs -q -t ext4 -L debian-root -d "$r" "$image.tmp" "${size_mb}M" >&2 || die "mke2fs -d failed"
-mv "$image.tmp" "$image"
+mke2fs -q -t ext4 -L debian-root -d "$r" "$work/image.ext4" "${size_mb}M" >&2 || die "mke2fs -d failed"
+mv "$work/image.ext4" "$image"
 find "$cache" -maxdepth 1 -name "$version-*.ext4" ! -name "$(basename "$image")" -delete
 echo "$image"
