@@ -34,7 +34,7 @@ done
 [[ $img =~ ^[0-9]+[kmg]$ ]] || { echo "blktests.sh: --img-size $img: expected a size like 350m" >&2; exit 2; }
 blktests=${MPNVME_BLKTESTS:-}
 if [[ -z $blktests ]]; then
-  echo "blktests.sh: not run: MPNVME_BLKTESTS does not name a blktests checkout (blktests is not packaged in Debian)"
+  echo "blktests.sh: not run: set MPNVME_BLKTESTS to a blktests checkout (blktests is not packaged in Debian)"
   exit 77
 fi
 [[ -x $blktests/check && -d $blktests/tests/nvme ]] || { echo "blktests.sh: MPNVME_BLKTESTS=$blktests: no blktests checkout there" >&2; exit 2; }
