@@ -20,7 +20,16 @@ constexpr size_t kHeaderLen = 64, kEntryLen = 64; // extended data structures
 Reservations::Outcome conflict(std::string why) { return {kStatusReservationConflict, std::move(why)}; }
 Reservations::Outcome invalid(std::string why) { return {kStatusInvalidField, std::move(why)}; }
 bool valid_type(uint8_t t) { return t >= kWriteExclusive && t <= kExclusiveAccessAll; }
+bool ignore_key(uint32_t cdw10) { return cdw10 & (1u << 3); } // IEKEY
 } // namespace
+
+// Register's unregister and replace, Acquire and Release act for a
+// registered host whose CRKEY is its key (unless IEKEY): a conflict else.
+std::optional<Reservations::Outcome> Reservations::refuse_key(Keys::iterator it, uint32_t cdw10, uint64_t crkey) const {
+  if (it == keys_.end()) return conflict("the host is not registered");
+  if (!ignore_key(cdw10) && it->second != crkey) return conflict("CRKEY is not the host's key");
+  return std::nullopt;
+}
 
 bool Reservations::all_registrants() const {
   const uint8_t t = rtype_.load(std::memory_order_relaxed);
@@ -59,7 +68,6 @@ int Reservations::unregister_key(uint64_t key, const HostId &keep) {
 
 Reservations::Outcome Reservations::reg(const HostId &h, uint32_t cdw10, uint64_t crkey, uint64_t nrkey) {
   const uint32_t rrega = cdw10 & 7, cptpl = cdw10 >> 30;
-  const bool iekey = cdw10 & (1u << 3);
   if (cptpl >= 2) return invalid("CPTPL: reservations do not persist through a power loss here");
   std::lock_guard lk(mu_);
   auto it = keys_.find(h);
@@ -73,8 +81,7 @@ Reservations::Outcome Reservations::reg(const HostId &h, uint32_t cdw10, uint64_
     break;
   case 1: // unregister
   case 2: // replace
-    if (it == keys_.end()) return conflict("the host is not registered");
-    if (!iekey && it->second != crkey) return conflict("CRKEY is not the host's key");
+    if (auto refused = refuse_key(it, cdw10, crkey)) return *refused;
     if (rrega == 1)
       unregister(h);
     else
@@ -88,14 +95,11 @@ Reservations::Outcome Reservations::reg(const HostId &h, uint32_t cdw10, uint64_
 
 Reservations::Outcome Reservations::acquire(const HostId &h, uint32_t cdw10, uint64_t crkey, uint64_t prkey) {
   const uint32_t racqa = cdw10 & 7;
-  const bool iekey = cdw10 & (1u << 3);
   const uint8_t rtype = static_cast<uint8_t>(cdw10 >> 8);
   if (!valid_type(rtype)) return invalid(fmt::format("RTYPE {} is not a reservation type", rtype));
   if (racqa > 2) return invalid(fmt::format("RACQA {} is reserved", racqa));
   std::lock_guard lk(mu_);
-  auto it = keys_.find(h);
-  if (it == keys_.end()) return conflict("the host is not registered");
-  if (!iekey && it->second != crkey) return conflict("CRKEY is not the host's key");
+  if (auto refused = refuse_key(keys_.find(h), cdw10, crkey)) return *refused;
   const uint8_t held = rtype_.load(std::memory_order_relaxed);
   if (racqa == 0) { // acquire
     if (!held) {
@@ -130,13 +134,10 @@ Reservations::Outcome Reservations::acquire(const HostId &h, uint32_t cdw10, uin
 
 Reservations::Outcome Reservations::release(const HostId &h, uint32_t cdw10, uint64_t crkey) {
   const uint32_t rrela = cdw10 & 7;
-  const bool iekey = cdw10 & (1u << 3);
   const uint8_t rtype = static_cast<uint8_t>(cdw10 >> 8);
   if (rrela > 1) return invalid(fmt::format("RRELA {} is reserved", rrela));
   std::lock_guard lk(mu_);
-  auto it = keys_.find(h);
-  if (it == keys_.end()) return conflict("the host is not registered");
-  if (!iekey && it->second != crkey) return conflict("CRKEY is not the host's key");
+  if (auto refused = refuse_key(keys_.find(h), cdw10, crkey)) return *refused;
   if (rrela == 1) { // clear: no reservation, no registrants
     keys_.clear();
     reserve(std::nullopt, 0);

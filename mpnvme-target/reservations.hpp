@@ -42,6 +42,8 @@ public:
   bool permits(const HostId &h, bool write) const;
 
 private:
+  using Keys = std::map<HostId, uint64_t>;
+  std::optional<Outcome> refuse_key(Keys::iterator it, uint32_t cdw10, uint64_t crkey) const;
   bool all_registrants() const; // locked: type 5 or 6, every registrant holds it
   bool holds(const HostId &h) const;
   // Unregister every host but `keep` whose key is `key`; how many went.
@@ -53,7 +55,7 @@ private:
   std::atomic<uint8_t> rtype_{0}; // 0: no reservation (read without the lock)
   uint32_t gen_ = 0;
   std::optional<HostId> holder_;
-  std::map<HostId, uint64_t> keys_; // the registrants
+  Keys keys_; // the registrants
 };
 
 } // namespace mpnvme::target
