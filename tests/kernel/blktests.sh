@@ -56,23 +56,13 @@ declare -A note=(
 )
 
 source "$here/guest-common.sh"
-state=$(mktemp -d /tmp/mpnvme-blktests.XXXXXX)
+if [[ -n $out ]]; then
+  mkdir -p "$out" || exit 2
+  export MPNVME_KEEP_CONSOLE=$out/console.log
+fi
+# On failure: each test's result line, the runs' frames, and errors.
+kernel_host_test blktests '^nvme/[0-9]+ .*\]$|BLKTESTS|LAB-|rror|cannot|not found'
 out=${out:-$state}
-mkdir -p "$out"
-tpid=""
-cleanup() {
-  "$here/lab.sh" stop "$state"
-  [[ -n $tpid ]] && kill "$tpid" 2>/dev/null && wait "$tpid" 2>/dev/null
-  [[ $out != "$state" ]] && cp "$state/console.log" "$out/console.log" 2>/dev/null
-  rm -rf "$state"
-}
-trap cleanup EXIT
-fail() {
-  echo "FAIL: $*"
-  echo "--- guest console (last lines)"; console | tail -40
-  echo "--- target log (last lines)"; tail -20 "$state/target.log"
-  exit 1
-}
 
 mkdir -p "$state/pack"
 cp -a "$blktests" "$state/pack/blktests" && rm -rf "$state/pack/blktests/.git" "$state/pack/blktests/results"
@@ -92,8 +82,8 @@ MPNVME_LAB_GUESTFWD="$ctl_port=$build/mpnvme-target/mpnvme-target ctl $state/con
 echo "blktests $(cd "$blktests" && git describe --always 2>/dev/null || echo '(not a git checkout)') in the guest; up to $minutes min"
 wait_for 'LAB-JOB-DONE' $((minutes * 60))
 
-# result TARGET TEST: "passed", "failed" or "not run" (blktests' words), and
-# the reason lines after it in `reason`.
+# result TARGET TEST: "passed", "failed" or "not run" (blktests' words), a
+# tab, and the reason lines after it, from the console in `log`.
 result() {
   awk -v run="BLKTESTS-RUN $1" -v test="nvme/$2" '
     $0 == run { inside = 1; next }
@@ -107,8 +97,9 @@ result() {
       if (line ~ /^(runtime|--- |\+\+\+ |@@|\(Run|\.\.\.| )/) next
       if (n++ < 3) why = why (why ? "; " : "") line
     }
-    END { print (status ? status : "absent") "\t" why }' <<<"$(console)"
+    END { print (status ? status : "absent") "\t" why }' <<<"$log"
 }
+log=$(console)
 {
   echo "| test | nvmet | mpnvme-target | reason |"
   echo "|---|---|---|---|"
@@ -134,6 +125,6 @@ for t in ${guest_tests//,/ }; do
 done
 cat "$out/blktests.md"
 grep -qE 'ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:' "$state/target.log" && fail "sanitizer report in the target"
-grep -a 'WARNING\|BUG:\|Oops' <<<"$(console)" | grep -v 'blktests-run' | head -5
+grep -a 'WARNING\|BUG:\|Oops' <<<"$log" | grep -v 'blktests-run' | head -5
 ((rc == 0)) || fail "a test that passes against nvmet did not pass against mpnvme-target, or a required test did not pass"
 echo PASS
