@@ -76,6 +76,11 @@ static void blktests_054_sequence(void **) {
 static void wrong_keys_and_foreign_reservations_conflict(void **) {
   Reservations r;
   assert_int_equal(r.reg(kA, cdw10(1), 0, 0).status, nvme::kStatusReservationConflict); // not registered
+  // IEKEY ignores the key, not whether the host is registered.
+  const uint32_t iekey = 1u << 3;
+  assert_int_equal(r.reg(kA, cdw10(1) | iekey, 0, 0).status, nvme::kStatusReservationConflict);
+  assert_int_equal(r.acquire(kA, cdw10(0, 1) | iekey, 0, 0).status, nvme::kStatusReservationConflict);
+  assert_int_equal(r.release(kA, cdw10(0, 1) | iekey, 0).status, nvme::kStatusReservationConflict);
   assert_int_equal(r.reg(kA, cdw10(0), 0, 4).status, 0);
   assert_int_equal(r.reg(kA, cdw10(0), 0, 4).status, 0); // the same registration again
   expect(r, 1, 0, 1);
