@@ -16,9 +16,9 @@
 
 #include "lib/base/cli.hpp"
 #include "lib/base/log.hpp"
-#include "mpnvme-target/control.hpp"
+#include "mpnvme-target/control/control.hpp"
 #include "mpnvme-target/inline_secrets.hpp"
-#include "mpnvme-target/reactor.hpp"
+#include "mpnvme-target/transport/reactor.hpp"
 
 using namespace mpnvme;
 using namespace mpnvme::target;

@@ -13,7 +13,7 @@
 
 #include "lib/base/log.hpp"
 #include "lib/wire/wire.hpp"
-#include "mpnvme-target/connection.hpp"
+#include "mpnvme-target/transport/connection.hpp"
 
 using namespace mpnvme;
 using namespace mpnvme::target;

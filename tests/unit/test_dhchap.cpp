@@ -10,7 +10,7 @@
 
 #include "lib/auth/dhchap_controller.hpp"
 #include "lib/auth/dhchap_host.hpp"
-#include "mpnvme-target/auth_backoff.hpp"
+#include "mpnvme-target/core/auth_backoff.hpp"
 #include "tests/unit/cmocka_cxx.hpp"
 #include "tests/unit/key_refusal.hpp"
 

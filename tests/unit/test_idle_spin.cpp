@@ -2,7 +2,7 @@
 // The target loop's spin-before-sleep rule as pure logic: spin for twice
 // the recent gap between arrivals (at least 50 us) when that gap is short,
 // sleep at once when arrivals are sparse.
-#include "mpnvme-target/idle_spin.hpp"
+#include "mpnvme-target/transport/idle_spin.hpp"
 #include "tests/unit/cmocka_cxx.hpp"
 
 using mpnvme::target::IdleSpin;

@@ -6,7 +6,7 @@
 // make.
 #include "lib/wire/nvme.hpp"
 #include "lib/wire/wire.hpp"
-#include "mpnvme-target/reservations.hpp"
+#include "mpnvme-target/core/reservations.hpp"
 #include "tests/unit/cmocka_cxx.hpp"
 
 using mpnvme::target::HostId;

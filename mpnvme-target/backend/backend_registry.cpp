@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <stdexcept>
 
-#include "mpnvme-target/backend.hpp"
+#include "mpnvme-target/backend/backend.hpp"
 
 namespace mpnvme::target {
 

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "lib/base/log.hpp"
-#include "mpnvme-target/reactor.hpp"
+#include "mpnvme-target/transport/reactor.hpp"
 
 namespace mpnvme::target {
 

@@ -12,7 +12,7 @@
 #include <stdexcept>
 
 #include "lib/base/log.hpp"
-#include "mpnvme-target/control.hpp"
+#include "mpnvme-target/control/control.hpp"
 
 namespace mpnvme::target {
 

@@ -23,9 +23,9 @@
 
 #include "lib/net/byte_stream.hpp"
 #include "lib/tls/tls_stream.hpp"
-#include "mpnvme-target/connection.hpp"
-#include "mpnvme-target/idle_spin.hpp"
-#include "mpnvme-target/registry.hpp"
+#include "mpnvme-target/transport/connection.hpp"
+#include "mpnvme-target/transport/idle_spin.hpp"
+#include "mpnvme-target/core/registry.hpp"
 
 namespace mpnvme::target {
 

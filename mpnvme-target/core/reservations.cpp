@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Reservations: the register, acquire and release state machine and the
 // access rule of each reservation type.
-#include "mpnvme-target/reservations.hpp"
+#include "mpnvme-target/core/reservations.hpp"
 
 #include <fmt/format.h>
 

@@ -21,7 +21,7 @@
 #include "lib/wire/pdu.hpp"
 #include "lib/wire/send_ring.hpp"
 #include "lib/wire/stream_codec.hpp"
-#include "mpnvme-target/registry.hpp"
+#include "mpnvme-target/core/registry.hpp"
 
 namespace mpnvme::target {
 

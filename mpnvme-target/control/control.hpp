@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "mpnvme-target/registry.hpp"
+#include "mpnvme-target/core/registry.hpp"
 
 namespace mpnvme::target {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "mpnvme-target/reactor.hpp"
+#include "mpnvme-target/transport/reactor.hpp"
 
 #include <arpa/inet.h>
 #include <cerrno>
@@ -16,7 +16,7 @@
 #include "lib/net/sock.hpp"
 #include "lib/net/socket_calls.hpp"
 #include "lib/tls/ktls_stream.hpp"
-#include "mpnvme-target/reflected_tos.hpp"
+#include "mpnvme-target/transport/reflected_tos.hpp"
 
 namespace mpnvme::target {
 namespace {

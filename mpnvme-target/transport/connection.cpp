@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Connection: the transport half (PDU parsing, data movement, sending).
 // Command semantics live in commands.cpp.
-#include "mpnvme-target/connection.hpp"
+#include "mpnvme-target/transport/connection.hpp"
 
 #include <algorithm>
 #include <cstdlib>

@@ -10,7 +10,7 @@
 
 #include "lib/base/log.hpp"
 #include "lib/tls/ktls_stream.hpp"
-#include "mpnvme-target/reactor.hpp"
+#include "mpnvme-target/transport/reactor.hpp"
 
 namespace mpnvme::target {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "mpnvme-target/registry.hpp"
+#include "mpnvme-target/core/registry.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>

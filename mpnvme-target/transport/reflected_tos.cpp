@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "mpnvme-target/reflected_tos.hpp"
+#include "mpnvme-target/transport/reflected_tos.hpp"
 
 #include <cstring>
 #include <linux/inet_diag.h>

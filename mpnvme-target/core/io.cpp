@@ -9,7 +9,7 @@
 
 #include "lib/base/log.hpp"
 #include "lib/wire/wire.hpp"
-#include "mpnvme-target/connection.hpp"
+#include "mpnvme-target/transport/connection.hpp"
 
 namespace mpnvme::target {
 using namespace nvme;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include "mpnvme-target/control.hpp"
+#include "mpnvme-target/control/control.hpp"
 
 #include <cerrno>
 #include <cstring>

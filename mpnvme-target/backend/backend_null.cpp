@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "lib/wire/nvme.hpp"
-#include "mpnvme-target/backend.hpp"
+#include "mpnvme-target/backend/backend.hpp"
 
 namespace mpnvme::target {
 namespace {

@@ -20,9 +20,9 @@
 
 #include "lib/auth/dhchap_controller.hpp"
 #include "lib/config/target_config.hpp"
-#include "mpnvme-target/auth_backoff.hpp"
-#include "mpnvme-target/backend.hpp"
-#include "mpnvme-target/reservations.hpp"
+#include "mpnvme-target/core/auth_backoff.hpp"
+#include "mpnvme-target/backend/backend.hpp"
+#include "mpnvme-target/core/reservations.hpp"
 
 namespace mpnvme::target {
 

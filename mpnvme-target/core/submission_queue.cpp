@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "lib/base/log.hpp"
-#include "mpnvme-target/connection.hpp"
+#include "mpnvme-target/transport/connection.hpp"
 
 namespace mpnvme::target {
 using namespace nvme;

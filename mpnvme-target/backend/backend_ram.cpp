@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 
 #include "lib/base/log.hpp"
-#include "mpnvme-target/backend.hpp"
+#include "mpnvme-target/backend/backend.hpp"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22 // Linux 5.14

@@ -8,7 +8,7 @@
 #include <map>
 
 #include "lib/wire/wire.hpp"
-#include "mpnvme-target/connection.hpp"
+#include "mpnvme-target/transport/connection.hpp"
 
 namespace mpnvme::target {
 using namespace nvme;

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "lib/wire/nvme.hpp"
-#include "mpnvme-target/backend.hpp"
+#include "mpnvme-target/backend/backend.hpp"
 
 namespace mpnvme::target {
 namespace {
