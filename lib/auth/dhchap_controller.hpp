@@ -69,6 +69,9 @@ public:
   // The host's response matched its key: whatever fails after that (the
   // host refusing the controller's answer) is no guess at the host's key.
   bool host_proved() const { return host_proved_; }
+  // The host has asked for a challenge: leaving now, unanswered, is an
+  // attempt that failed, not a host that never tried.
+  bool started() const { return negotiations_ > 0; }
   // For the log, once: the step and the reason (never a key).
   const std::string &failure() const { return why_; }
   std::string agreed() const; // "hmac(sha256), DH group null"

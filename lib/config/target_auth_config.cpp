@@ -46,22 +46,39 @@ void add_cli_auth(HostAuth &auth, const AuthOptions &o) {
   }
 }
 
+bool is_host_attribute(const std::string &name) {
+  for (const char *a : kHostAttributes)
+    if (name == a) return true;
+  return false;
+}
+
+std::optional<ControllerAuthConfig> host_auth_from_attributes(const std::map<std::string, std::string> &attrs,
+                                                              const std::string &where) {
+  const auto get = [&](const char *k) {
+    auto it = attrs.find(k);
+    return it == attrs.end() ? std::string() : it->second;
+  };
+  if (get("dhchap_key").empty()) {
+    if (!get("dhchap_ctrl_key").empty()) throw std::runtime_error(where + ".dhchap_ctrl_key: needs dhchap_key");
+    return std::nullopt; // a host without a key: on an allow-list, not authenticated
+  }
+  ControllerAuthConfig a;
+  a.host_key = secret_or_file(get("dhchap_key"), where + ".dhchap_key");
+  if (!get("dhchap_ctrl_key").empty()) a.ctrl_key = secret_or_file(get("dhchap_ctrl_key"), where + ".dhchap_ctrl_key");
+  a.hashes = parse_hash_list(get("dhchap_hash"), where + ".dhchap_hash");
+  a.groups = parse_dhgroup_list(get("dhchap_dhgroup"), where + ".dhchap_dhgroup");
+  return a;
+}
+
 void add_json_hosts(HostAuth &auth, const nlohmann::json &hosts, const std::string &where) {
   for (size_t i = 0; i < hosts.size(); i++) {
     const nlohmann::json &h = hosts[i];
     const std::string at = fmt::format("{}: hosts[{}]", where, i);
     if (!h.is_object() || !h.contains("nqn") || !h["nqn"].is_string()) throw std::runtime_error(at + ".nqn: required");
-    const std::string nqn = h["nqn"].get<std::string>();
-    const auto str = [&](const char *k) { return h.contains(k) && h[k].is_string() ? h[k].get<std::string>() : std::string(); };
-    if (str("dhchap_key").empty()) {
-      if (!str("dhchap_ctrl_key").empty()) throw std::runtime_error(at + ".dhchap_ctrl_key: needs dhchap_key");
-      continue; // a host without a key: on an allow-list, not authenticated
-    }
-    ControllerAuthConfig &a = auth[nqn];
-    a.host_key = secret_or_file(str("dhchap_key"), at + ".dhchap_key");
-    if (!str("dhchap_ctrl_key").empty()) a.ctrl_key = secret_or_file(str("dhchap_ctrl_key"), at + ".dhchap_ctrl_key");
-    a.hashes = parse_hash_list(str("dhchap_hash"), at + ".dhchap_hash");
-    a.groups = parse_dhgroup_list(str("dhchap_dhgroup"), at + ".dhchap_dhgroup");
+    std::map<std::string, std::string> attrs;
+    for (const char *k : kHostAttributes)
+      if (h.contains(k) && h[k].is_string()) attrs[k] = h[k].get<std::string>();
+    if (auto a = host_auth_from_attributes(attrs, at)) auth[h["nqn"].get<std::string>()] = std::move(*a);
   }
 }
 

@@ -5,6 +5,7 @@
 // hosts (nvmet's attribute names) and from a job's dhchap_* options.
 #pragma once
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -27,6 +28,16 @@ std::pair<std::string, std::string> host_value(const std::string &arg, const cha
 // that host's key. Throws std::invalid_argument naming the option, never
 // showing a secret.
 void add_cli_auth(HostAuth &auth, const AuthOptions &o);
+// nvmet's host attributes, as the JSON configuration's hosts and the
+// control socket's "host key" name them.
+inline constexpr const char *kHostAttributes[] = {"dhchap_key", "dhchap_ctrl_key", "dhchap_hash", "dhchap_dhgroup"};
+bool is_host_attribute(const std::string &name);
+// One host's attributes by name, values as given (SECRET or @FILE, hash and
+// group lists): what it must prove, or nothing for a host without a key.
+// The one parser of them; throws naming `where` and the attribute, never a
+// secret.
+std::optional<dhchap::ControllerAuthConfig> host_auth_from_attributes(const std::map<std::string, std::string> &attrs,
+                                                                      const std::string &where);
 // JSON "hosts": [{"nqn": ..., "dhchap_key": ..., "dhchap_ctrl_key": ...,
 // "dhchap_hash": ..., "dhchap_dhgroup": ...}]; `where` names the file.
 void add_json_hosts(HostAuth &auth, const nlohmann::json &hosts, const std::string &where);

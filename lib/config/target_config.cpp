@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "lib/config/target_config.hpp"
+
 #include <algorithm>
 
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <stdexcept>
 
 #include "lib/base/json_error.hpp"
+#include "lib/config/host_access.hpp"
 #include "lib/config/host_identity.hpp"
 #include "lib/config/job_engine_options.hpp"
 #include "lib/wire/crc32c.hpp"
@@ -281,26 +283,6 @@ TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::st
   return c;
 }
 
-// Naming a host's key means only named hosts get in: a subsystem whose
-// hosts were not said exactly (--allow-any-host, or JSON's
-// attr.allow_any_host with its allowed_hosts, as nvmet takes them) admits
-// the hosts named by --allow-host and the hosts with a key, and no one
-// else.
-static void close_to_keyed_hosts(TargetConfig &c) {
-  std::set<std::string> keyed;
-  for (const auto &[host, _] : c.host_auth)
-    keyed.insert(host);
-  for (const auto &[host, _] : c.tls_keys)
-    keyed.insert(host);
-  if (keyed.empty()) return;
-  for (auto &s : c.subsystems) {
-    if (s.allow_any_host_explicit) continue;
-    s.allow_any_host = false;
-    for (const auto &h : keyed)
-      if (std::find(s.allowed_hosts.begin(), s.allowed_hosts.end(), h) == s.allowed_hosts.end()) s.allowed_hosts.push_back(h);
-  }
-}
-
 void finalize_subsystem(SubsystemConfig &s) {
   if (s.nqn.size() > 223) throw std::invalid_argument(fmt::format("subsystem NQN longer than 223 bytes: {}", s.nqn));
   if (s.serial.empty()) s.serial = fmt::format("{:08x}", crc32c(s.nqn.data(), s.nqn.size()));
@@ -330,7 +312,12 @@ void finalize_subsystem(SubsystemConfig &s) {
 
 void finalize(TargetConfig &c) {
   if (c.subsystems.empty()) throw std::invalid_argument("no subsystem configured (--subnqn with --ns, --config or --job)");
-  close_to_keyed_hosts(c);
+  // The host rule (lib/config/host_access.hpp) as lists: a key on the
+  // command line names a host and closes the subsystems whose hosts were
+  // not said exactly to the others.
+  const std::set<std::string> keyed = keyed_hosts(c.host_auth, c.tls_keys);
+  for (auto &s : c.subsystems)
+    resolve_host_access(s, keyed);
   if (c.ports.empty()) throw std::invalid_argument("no port configured (--listen, --config or --job)");
   for (const PortConfig &p : c.ports)
     if (p.tls != TlsPort::None && c.tls_keys.empty())

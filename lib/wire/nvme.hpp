@@ -164,6 +164,7 @@ constexpr uint16_t kStatusDataXferError = make_status(NVME_SCT_GENERIC, NVME_SC_
 constexpr uint16_t kStatusInternal = make_status(NVME_SCT_GENERIC, NVME_SC_INTERNAL);
 constexpr uint16_t kStatusInvalidNs = make_status(NVME_SCT_GENERIC, NVME_SC_INVALID_NS, true);
 constexpr uint16_t kStatusSeqError = make_status(NVME_SCT_GENERIC, NVME_SC_CMD_SEQ_ERROR);
+constexpr uint16_t kStatusAbortedSqDeletion = make_status(NVME_SCT_GENERIC, NVME_SC_ABORT_QUEUE);
 constexpr uint16_t kStatusSglLengthInvalid = make_status(NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_DATA, true);
 constexpr uint16_t kStatusSglTypeInvalid = make_status(NVME_SCT_GENERIC, NVME_SC_SGL_INVALID_TYPE, true);
 constexpr uint16_t kStatusTransientTransport = make_status(NVME_SCT_GENERIC, NVME_SC_TRAN_TPORT_ERROR);

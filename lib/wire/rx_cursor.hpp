@@ -29,12 +29,19 @@ struct RxCursor {
   uint32_t datal = 0;     // data bytes of the current PDU
   uint32_t crc = 0;       // running data digest
   uint32_t direct = 0;    // bytes the last receive_iov offered straight to dst
+  // Data nobody may have (a refused command's, or one whose right to land
+  // was revoked mid-transfer) goes to `sink`, overwritten and never read:
+  // the stream stays in step and no byte reaches a destination.
+  uint8_t *sink = nullptr;
+  uint32_t sink_len = 0;
+  bool sinking = false;
   // Start taking the `n` data bytes of PDU `c` (command `s`) into `d`, after
   // the padding between its header (plus digest) and pdo. True when there
   // is padding to skip first.
   bool begin_data(uint16_t s, uint8_t *d, uint32_t n, const pdu::Common &c, bool hdgst) {
     slot = s;
     dst = d;
+    sinking = false;
     left = datal = n;
     pad = c.pdo - c.hlen - pdu::hdgst_len(hdgst);
     crc = kCrc32cSeed;
@@ -57,8 +64,8 @@ struct RxCursor {
     }
     size_t n = 0;
     if (in_data && staged() == 0 && left) {
-      iov[n++] = {dst, left};
-      direct = left;
+      direct = sinking ? std::min(left, sink_len) : left;
+      iov[n++] = {sinking ? sink : dst, direct};
     }
     iov[n++] = {buf.data() + len, buf.size() - len};
     return n;
@@ -69,8 +76,8 @@ struct RxCursor {
   bool take_direct(size_t &n, bool data_digest) {
     if (!direct) return false;
     const auto d = static_cast<uint32_t>(std::min<size_t>(n, direct));
-    if (data_digest) crc = crc32c_update(crc, dst, d);
-    dst += d;
+    if (data_digest) crc = crc32c_update(crc, sinking ? sink : dst, d);
+    if (!sinking) dst += d;
     left -= d;
     n -= d;
     direct = 0;

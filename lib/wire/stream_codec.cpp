@@ -13,17 +13,47 @@ namespace mpnvme {
 PduReceiver::PduReceiver(PduHandler &handler, pdu::Receiver who, size_t compact_below)
     : h_(handler), who_(who), compact_below_(compact_below), cur_(kRxStaging) {}
 
-size_t PduReceiver::rx_iov(iovec iov[2]) { return cur_.receive_iov(iov, phase_ == RxPhase::Data, compact_below_); }
+// A guarded destination is entered before a receive may write into it
+// (and left once it did, or failed): a revocation waits for that receive,
+// and one that came first sends the rest to the sink.
+size_t PduReceiver::rx_iov(iovec iov[2]) {
+  const bool direct = phase_ == RxPhase::Data && cur_.staged() == 0 && cur_.left;
+  if (direct && guard_ && !cur_.sinking) {
+    if (guard_->enter())
+      guard_entered_ = true;
+    else
+      sink_rest();
+  }
+  return cur_.receive_iov(iov, phase_ == RxPhase::Data, compact_below_);
+}
+
+void PduReceiver::leave_guard() {
+  if (!guard_entered_) return;
+  guard_entered_ = false;
+  guard_->leave();
+}
+
+void PduReceiver::on_receive_failed() { leave_guard(); }
+
+void PduReceiver::sink_rest() {
+  if (sink_.empty()) sink_.resize(16 * 1024);
+  cur_.sink = sink_.data();
+  cur_.sink_len = static_cast<uint32_t>(sink_.size());
+  cur_.sinking = true;
+}
 
 void PduReceiver::on_received(size_t n) {
-  if (phase_ == RxPhase::Discard) return;
+  if (phase_ == RxPhase::Discard) return leave_guard();
   if (n == 0) {
+    leave_guard();
     phase_ = RxPhase::Discard;
     h_.on_peer_closed();
     return;
   }
   // The part that went straight to the destination finished the payload.
-  if (cur_.take_direct(n, dg_.data)) {
+  const bool finished = cur_.take_direct(n, dg_.data);
+  leave_guard();
+  if (finished) {
     if (dg_.data)
       phase_ = RxPhase::DataDigest;
     else
@@ -33,8 +63,14 @@ void PduReceiver::on_received(size_t n) {
   process();
 }
 
-void PduReceiver::begin_data(uint16_t slot, uint8_t *dst, uint32_t n) {
+void PduReceiver::begin_data(uint16_t slot, uint8_t *dst, uint32_t n, PlacementGuard *guard) {
   phase_ = cur_.begin_data(slot, dst, n, cur_.cur, dg_.header) ? RxPhase::Pad : RxPhase::Data;
+  guard_ = guard;
+}
+
+void PduReceiver::begin_discard(uint16_t slot, uint32_t n) {
+  begin_data(slot, nullptr, n);
+  sink_rest();
 }
 
 std::string PduReceiver::describe(const uint8_t *hdr, const char *what) {
@@ -125,13 +161,21 @@ bool PduReceiver::take_header() {
   return true;
 }
 
-// Payload bytes that were read ahead together with a header.
+// Payload bytes that were read ahead together with a header: copied to
+// the destination (inside its guard), or only digested when they are sunk.
 void PduReceiver::take_staged_data() {
   const auto n = static_cast<uint32_t>(std::min<size_t>(cur_.left, cur_.staged()));
-  std::memcpy(cur_.dst, cur_.buf.data() + cur_.pos, n);
-  if (dg_.data) cur_.crc = crc32c_update(cur_.crc, cur_.dst, n);
+  const uint8_t *from = cur_.buf.data() + cur_.pos;
+  if (guard_ && !cur_.sinking && !guard_->enter()) sink_rest();
+  if (cur_.sinking) {
+    if (dg_.data) cur_.crc = crc32c_update(cur_.crc, from, n);
+  } else {
+    std::memcpy(cur_.dst, from, n);
+    if (guard_) guard_->leave();
+    if (dg_.data) cur_.crc = crc32c_update(cur_.crc, cur_.dst, n);
+    cur_.dst += n;
+  }
   cur_.pos += n;
-  cur_.dst += n;
   cur_.left -= n;
   if (cur_.left) return;
   if (dg_.data)
@@ -142,6 +186,7 @@ void PduReceiver::take_staged_data() {
 
 void PduReceiver::end_data(bool digest_ok) {
   phase_ = RxPhase::Header;
+  guard_ = nullptr;
   h_.on_data_end(digest_ok);
 }
 

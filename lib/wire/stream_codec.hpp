@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 #include <sys/uio.h>
+#include <vector>
 
 #include "lib/wire/pdu.hpp"
 #include "lib/wire/rx_cursor.hpp"
@@ -35,6 +36,21 @@ enum class RxPhase : uint8_t {
   Data,       // payload, straight to the role's destination where it can
   DataDigest, // the CRC32C after the payload
   Discard,    // after a fatal error or the peer's TermReq: nothing is parsed
+};
+
+// A destination whose right to receive can be taken away by another thread
+// while its data is on the wire (a namespace a reservation closes). Every
+// placement of bytes there, a receive straight into it or a copy from
+// staging, is bracketed by enter and leave, and never spans a wait for the
+// peer; enter returning false means the right is gone, and the rest of the
+// transfer goes to the receiver's sink instead.
+class PlacementGuard {
+public:
+  virtual bool enter() = 0;
+  virtual void leave() = 0;
+
+protected:
+  ~PlacementGuard() = default;
 };
 
 // What a role does with what the receiver found.
@@ -80,10 +96,17 @@ public:
   size_t rx_iov(iovec iov[2]);
   // `n` bytes arrived in the iovecs of the last rx_iov; processes them.
   void on_received(size_t n);
+  // The receive after the last rx_iov failed (nothing arrived).
+  void on_receive_failed();
 
   // From on_header: the current PDU carries `n` payload bytes for command
-  // `slot`, to be placed at `dst`.
-  void begin_data(uint16_t slot, uint8_t *dst, uint32_t n);
+  // `slot`, to be placed at `dst`; through `guard` when another thread may
+  // revoke the right to place them.
+  void begin_data(uint16_t slot, uint8_t *dst, uint32_t n, PlacementGuard *guard = nullptr);
+  // ... or to be read and dropped (a refused command's in-capsule data).
+  void begin_discard(uint16_t slot, uint32_t n);
+  // The current transfer's data goes to the sink (discarded or revoked).
+  bool sinking() const { return cur_.sinking; }
   // A fatal violation in the PDU whose header is `hdr`: the TermReq with
   // `fes` and the offending header goes to the handler, and nothing more
   // is parsed.
@@ -104,8 +127,13 @@ private:
   bool take_header();
   void take_staged_data();
   void end_data(bool digest_ok);
+  void sink_rest();
+  void leave_guard();
 
   PduHandler &h_;
+  PlacementGuard *guard_ = nullptr; // of the current transfer, if any
+  bool guard_entered_ = false;      // for the receive in progress
+  std::vector<uint8_t> sink_;       // allocated on first use
   const pdu::Receiver who_;
   const size_t compact_below_;
   pdu::Digests dg_;
