@@ -31,6 +31,8 @@ struct Cli {
   std::optional<unsigned> sk_priority, tos;
   uint32_t inline_data_size = 16384, queue_size = 128, maxh2cdata = 128 * 1024;
   unsigned threads = 1, mdts = 7;
+  unsigned max_connections = 4096, max_connections_per_address = 512;
+  std::vector<std::string> control_ns_dirs;
   double auth_backoff_s = 1;
   bool no_discovery = false;
   bool discovery_trtype_mptcp = false;
@@ -237,7 +239,18 @@ static void add_target_options(CLI::App &app, Cli &o) {
                "event loops spin on their io_uring completion queue instead of sleeping (a core each; lowest latency)");
   app.add_option("--control", o.control,
                  "UNIX socket (mode 0600) for run-time commands: ana, port down/up, stats, backoff, and the "
-                 "configuration: subsystem add/remove, subsystems, host allow/deny/key/forget");
+                 "configuration: subsystem add/remove, subsystems, host allow/deny/key/forget (ctl SOCKET help lists them)");
+  app.add_option("--control-ns-dir", o.control_ns_dirs,
+                 "DIR whose files and block devices the control socket's subsystem add may serve (repeatable; default "
+                 "none: RAM and null namespaces only)");
+  app.add_option("--max-connections", o.max_connections,
+                 "connections held at once, from all hosts; more are closed at accept")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--max-connections-per-address", o.max_connections_per_address,
+                 "connections held at once from one address; more are closed at accept")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
@@ -259,6 +272,17 @@ static void announce(Registry &reg, const TargetConfig &cfg) {
   }
   fmt::print("mpnvme-target: ready\n");
   std::fflush(stdout);
+}
+
+// Until SIGINT or SIGTERM; SIGUSR1 prints the port counters meanwhile.
+static void wait_for_stop(const sigset_t &sigs, Registry &reg) {
+  for (;;) {
+    int sig = 0;
+    sigwait(&sigs, &sig);
+    if (sig != SIGUSR1) return;
+    fmt::print("{}", port_stats(reg));
+    std::fflush(stdout);
+  }
 }
 
 // Configure, listen, run the event loops until SIGINT/SIGTERM (SIGUSR1
@@ -302,14 +326,15 @@ static int serve(const Cli &o, const std::vector<MovedSecret> &moved) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
   std::atomic<bool> stop{false};
+  ConnectionBudget budget(o.max_connections, o.max_connections_per_address);
   std::vector<std::unique_ptr<Reactor>> reactors;
   std::unique_ptr<ControlServer> control;
   try {
     for (unsigned i = 0; i < cfg.threads; i++)
-      reactors.push_back(std::make_unique<Reactor>(*reg, i, stop));
+      reactors.push_back(std::make_unique<Reactor>(*reg, budget, i, stop));
     for (size_t i = 0; i < listeners.size(); i++)
       reactors[0]->add_listener(listeners[i].get(), *reg->ports()[i], &reactors);
-    if (!o.control.empty()) control = std::make_unique<ControlServer>(*reg, o.control);
+    if (!o.control.empty()) control = std::make_unique<ControlServer>(*reg, ControlLimits{o.control_ns_dirs}, o.control);
   } catch (const std::exception &e) {
     log().error("{}", e.what());
     return 1;
@@ -323,17 +348,7 @@ static int serve(const Cli &o, const std::vector<MovedSecret> &moved) {
     threads.emplace_back([&r] { r->run(); });
 
   announce(*reg, cfg);
-
-  for (;;) {
-    int sig = 0;
-    sigwait(&sigs, &sig);
-    if (sig == SIGUSR1) {
-      fmt::print("{}", port_stats(*reg));
-      std::fflush(stdout);
-      continue;
-    }
-    break;
-  }
+  wait_for_stop(sigs, *reg);
   stop = true;
   for (auto &r : reactors)
     r->wake();

@@ -1,30 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// The run-time control socket of mpnvme-target (--control PATH): one command
-// per line, one reply per command.
-//   ana PORT GROUP STATE   change an ANA group's state on a port (AEN sent)
-//   port PORT down|up      drop a port's connections and refuse new ones / resume
-//   stats                  counters per port
-//   backoff [forgive ADDR] addresses backing off after failed authentications
-//   subsystem add|remove, subsystems, host allow|deny|key|forget:
-//                          the configuration at run time (control_config.cpp)
-//   help
+// The run-time control socket of mpnvme-target (--control PATH): one
+// command per line, one reply per command, starting "ok" or "error". The
+// commands, their usage and their help are one table (command_table.cpp);
+// `help` prints it. A reply never carries a word the command gave it (a
+// key, a path, an NQN): a refusal names the argument by its place.
 #pragma once
-#include <atomic>
-#include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "mpnvme-target/core/registry.hpp"
 
 namespace mpnvme::target {
 
+// What the control socket may do beyond the registry.
+struct ControlLimits {
+  // Directories whose files and block devices `subsystem add` may serve
+  // (--control-ns-dir); none: RAM and null namespaces only.
+  std::vector<std::string> namespace_dirs;
+};
+
 std::string port_stats(Registry &reg);
-// The configuration commands (subsystem, subsystems, host); nullopt when
-// `cmd` is none of them.
-std::optional<std::string> config_command(Registry &reg, const std::string &cmd, std::istringstream &in);
 // Executes one control command; returns the reply (starting "ok" or "error").
-std::string control_command(Registry &reg, const std::string &line);
+std::string control_command(Registry &reg, const ControlLimits &limits, const std::string &line);
 
 // `mpnvme-target ctl SOCKET COMMAND`: send one command to a running
 // target, print the reply. A command of "-" is read from standard input
@@ -32,14 +30,17 @@ std::string control_command(Registry &reg, const std::string &line);
 // target refused the command, 2 when the socket could not be used.
 int control_client(const std::string &path, const std::string &command);
 
+// Serves the socket on a thread of its own, several clients at once: a
+// client that is slow to send its line holds up nobody else.
 class ControlServer {
 public:
-  ControlServer(Registry &reg, std::string path);
+  ControlServer(Registry &reg, ControlLimits limits, std::string path);
   ~ControlServer();
 
 private:
   void serve();
   Registry &reg_;
+  const ControlLimits limits_;
   std::string path_;
   int fd_ = -1;
   int stop_pipe_[2] = {-1, -1};

@@ -1,59 +1,56 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Connection: the admin commands the Linux host relies on (Identify, Get
-// and Set Features, Keep Alive, Abort, Asynchronous Event Request).
+// SubmissionQueue: the admin commands the Linux host relies on (Identify,
+// Get and Set Features, Keep Alive, Abort, Asynchronous Event Request).
 #include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
 
 #include "lib/base/log.hpp"
 #include "lib/wire/wire.hpp"
-#include "mpnvme-target/transport/connection.hpp"
+#include "mpnvme-target/core/submission_queue.hpp"
 
 namespace mpnvme::target {
 using namespace nvme;
 
-void Connection::exec_admin(Cmd &c, uint16_t slot) {
-  switch (c.sqe.opcode()) {
-  case kAdminIdentify: return identify(c, slot);
-  case kAdminGetLogPage: return get_log_page(c, slot);
-  case kAdminSetFeatures: return features(c, slot, true);
-  case kAdminGetFeatures: return features(c, slot, false);
-  case kAdminKeepAlive: ctrl_->touch(); return complete(slot, 0);
-  case kAdminAbort: return complete(slot, 0, 1); // dword 0 bit 0: the command was not aborted
-  case kAdminAsyncEvent: {
-    {
-      std::lock_guard lk(ctrl_->mu);
-      if (ctrl_->aer_cids.size() >= kAerLimit)
-        return refuse(slot, kStatusAerLimit, fmt::format("more than {} Asynchronous Event Requests outstanding", kAerLimit));
-      c.aer = true; // parked until an event; deliver_aens completes it
-      ctrl_->aer_cids.push_back(slot);
-    }
+void SubmissionQueue::exec_admin(Request &r) {
+  switch (r.sqe.opcode()) {
+  case kAdminIdentify: return identify(r);
+  case kAdminGetLogPage: return get_log_page(r);
+  case kAdminSetFeatures: return features(r, true);
+  case kAdminGetFeatures: return features(r, false);
+  case kAdminKeepAlive: ctrl_->touch(); return complete(r, 0);
+  case kAdminAbort: return complete(r, 0, 1); // dword 0 bit 0: the command was not aborted
+  case kAdminAsyncEvent:
+    if (aers_.size() >= kAerLimit)
+      return refuse(r, kStatusAerLimit, fmt::format("more than {} Asynchronous Event Requests outstanding", kAerLimit));
+    r.parked = true; // until an event; deliver_aens completes it
+    aers_.push_back(&r);
     return deliver_aens();
-  }
-  default: return refuse(slot, kStatusInvalidOpcode, fmt::format("admin opcode {:#04x} is not supported", c.sqe.opcode()));
+  default: return refuse(r, kStatusInvalidOpcode, fmt::format("admin opcode {:#04x} is not supported", r.sqe.opcode()));
   }
 }
 
-void Connection::identify(Cmd &c, uint16_t slot) {
-  const uint8_t cns = c.sqe.cdw(10) & 0xff;
-  if (!ensure_buf(c, kIdentifyLen)) return complete(slot, kStatusInternal);
-  std::memset(c.buf, 0, kIdentifyLen);
+void SubmissionQueue::identify(Request &r) {
+  const uint8_t cns = r.sqe.cdw(10) & 0xff;
+  uint8_t *buf = buffer(r, kIdentifyLen);
+  if (!buf) return complete(r, kStatusInternal);
+  std::memset(buf, 0, kIdentifyLen);
   switch (cns) {
-  case kCnsController: return identify_controller(c, slot);
-  case kCnsNamespace: return identify_namespace(c, slot);
-  case kCnsActiveNsList: return identify_active_ns_list(c, slot);
-  case kCnsNsDescList: return identify_ns_descriptors(c, slot);
+  case kCnsController: return identify_controller(r, buf);
+  case kCnsNamespace: return identify_namespace(r, buf);
+  case kCnsActiveNsList: return identify_active_ns_list(r, buf);
+  case kCnsNsDescList: return identify_ns_descriptors(r, buf);
   case kCnsCsiNamespace:
-  case kCnsCsiController: return identify_nvm_command_set(c, slot);
-  default: return refuse(slot, kStatusInvalidField, fmt::format("Identify CNS {:#x} is not supported", cns));
+  case kCnsCsiController: return identify_nvm_command_set(r, buf);
+  default: return refuse(r, kStatusInvalidField, fmt::format("Identify CNS {:#x} is not supported", cns));
   }
 }
 
 // CNS 01h. Field layout from libnvme's struct nvme_id_ctrl (little-endian host).
-void Connection::identify_controller(Cmd &c, uint16_t slot) {
+void SubmissionQueue::identify_controller(Request &r, uint8_t *buf) {
   const Subsystem &sub = ctrl_->subsys;
   const TargetConfig &cfg = reg_.config();
-  auto *id = reinterpret_cast<nvme_id_ctrl *>(c.buf);
+  auto *id = reinterpret_cast<nvme_id_ctrl *>(buf);
   id->vid = id->ssvid = 0x1d1d; // PCI vendor id fields: unassigned for fabrics
   put_padded(reinterpret_cast<uint8_t *>(id->sn), sizeof id->sn, sub.cfg.serial);
   put_padded(reinterpret_cast<uint8_t *>(id->mn), sizeof id->mn, sub.cfg.model);
@@ -93,21 +90,21 @@ void Connection::identify_controller(Cmd &c, uint16_t slot) {
   id->fcatt = 0; // dynamic controller model
   id->msdbd = 1;
   id->psd[0].mp = 0x9c4; // 25 W
-  return_data(c, slot, kIdentifyLen);
+  return_data(r, buf, kIdentifyLen);
 }
 
 // CNS 00h: an inactive namespace id reads as zeroes, as nvmet answers.
-void Connection::identify_namespace(Cmd &c, uint16_t slot) {
+void SubmissionQueue::identify_namespace(Request &r, uint8_t *buf) {
   const Subsystem &sub = ctrl_->subsys;
-  const uint32_t nsid = c.sqe.nsid();
-  if (sub.discovery) return refuse(slot, kStatusInvalidOpcode, "Identify Namespace on a discovery controller");
+  const uint32_t nsid = r.sqe.nsid();
+  if (sub.discovery) return refuse(r, kStatusInvalidOpcode, "Identify Namespace on a discovery controller");
   auto it = sub.namespaces.find(nsid);
   if (it == sub.namespaces.end()) {
-    if (nsid == 0 || nsid == 0xffffffff) return refuse(slot, kStatusInvalidNs, fmt::format("Identify Namespace {:#x}", nsid));
-    return return_data(c, slot, kIdentifyLen);
+    if (nsid == 0 || nsid == 0xffffffff) return refuse(r, kStatusInvalidNs, fmt::format("Identify Namespace {:#x}", nsid));
+    return return_data(r, buf, kIdentifyLen);
   }
   const Namespace &ns = it->second;
-  auto *id = reinterpret_cast<nvme_id_ns *>(c.buf);
+  auto *id = reinterpret_cast<nvme_id_ns *>(buf);
   id->nsze = id->ncap = id->nuse = ns.backend->blocks();
   id->nlbaf = 0; // one format (0's based)
   id->flbas = 0;
@@ -120,25 +117,25 @@ void Connection::identify_namespace(Cmd &c, uint16_t slot) {
   id->anagrpid = ns.cfg.anagrpid;
   std::memcpy(id->nguid, ns.cfg.nguid.data(), sizeof id->nguid);
   id->lbaf[0].ds = ns.cfg.lba == 4096 ? 12 : 9;
-  return_data(c, slot, kIdentifyLen);
+  return_data(r, buf, kIdentifyLen);
 }
 
 // CNS 02h: active namespace ids above NSID, ascending.
-void Connection::identify_active_ns_list(Cmd &c, uint16_t slot) {
+void SubmissionQueue::identify_active_ns_list(Request &r, uint8_t *buf) {
   size_t n = 0;
   for (auto &[id, ns] : ctrl_->subsys.namespaces)
-    if (id > c.sqe.nsid() && n < 1024) wire::put32(c.buf, 4 * n++, id);
-  return_data(c, slot, kIdentifyLen);
+    if (id > r.sqe.nsid() && n < 1024) wire::put32(buf, 4 * n++, id);
+  return_data(r, buf, kIdentifyLen);
 }
 
 // CNS 03h: NGUID, UUID and command set of a namespace (Linux multipath
 // matches namespaces across controllers by them).
-void Connection::identify_ns_descriptors(Cmd &c, uint16_t slot) {
-  const uint32_t nsid = c.sqe.nsid();
+void SubmissionQueue::identify_ns_descriptors(Request &r, uint8_t *buf) {
+  const uint32_t nsid = r.sqe.nsid();
   auto it = ctrl_->subsys.namespaces.find(nsid);
   if (it == ctrl_->subsys.namespaces.end())
-    return refuse(slot, kStatusInvalidNs, fmt::format("descriptor list of namespace {:#x}", nsid));
-  uint8_t *b = c.buf;
+    return refuse(r, kStatusInvalidNs, fmt::format("descriptor list of namespace {:#x}", nsid));
+  uint8_t *b = buf;
   size_t o = 0;
   b[o] = NVME_NIDT_NGUID, b[o + 1] = NVME_NIDT_NGUID_LEN;
   std::memcpy(b + o + 4, it->second.cfg.nguid.data(), 16);
@@ -148,75 +145,81 @@ void Connection::identify_ns_descriptors(Cmd &c, uint16_t slot) {
   o += 20;
   b[o] = NVME_NIDT_CSI, b[o + 1] = NVME_NIDT_CSI_LEN;
   b[o + 4] = kCsiNvm;
-  return_data(c, slot, kIdentifyLen);
+  return_data(r, buf, kIdentifyLen);
 }
 
 // CNS 05h/06h: what a host that enabled with CC.CSS 110b may ask: the NVM
 // command set's own structures, which hold nothing we need to report (no
 // protection information, no extra limits), as nvmet answers.
-void Connection::identify_nvm_command_set(Cmd &c, uint16_t slot) {
-  const uint8_t cns = c.sqe.cdw(10) & 0xff;
-  const uint8_t csi = c.sqe.cdw(11) >> 24;
-  if (csi != kCsiNvm) return refuse(slot, kStatusInvalidField, fmt::format("Identify CNS {:#x} for command set {}", cns, csi));
-  if (cns == kCnsCsiNamespace && !ctrl_->subsys.namespaces.count(c.sqe.nsid()))
-    return refuse(slot, kStatusInvalidNs, fmt::format("NVM Identify Namespace {:#x}", c.sqe.nsid()));
-  return_data(c, slot, kIdentifyLen);
+void SubmissionQueue::identify_nvm_command_set(Request &r, uint8_t *buf) {
+  const uint8_t cns = r.sqe.cdw(10) & 0xff;
+  const uint8_t csi = r.sqe.cdw(11) >> 24;
+  if (csi != kCsiNvm) return refuse(r, kStatusInvalidField, fmt::format("Identify CNS {:#x} for command set {}", cns, csi));
+  if (cns == kCnsCsiNamespace && !ctrl_->subsys.namespaces.count(r.sqe.nsid()))
+    return refuse(r, kStatusInvalidNs, fmt::format("NVM Identify Namespace {:#x}", r.sqe.nsid()));
+  return_data(r, buf, kIdentifyLen);
 }
 
-void Connection::features(Cmd &c, uint16_t slot, bool set) {
-  const uint8_t fid = c.sqe.cdw(10) & 0xff;
-  const uint32_t v = c.sqe.cdw(11);
+// Keep Alive Timer and Asynchronous Event Configuration live in the
+// controller: read and written under its lock, answered after.
+uint32_t SubmissionQueue::controller_feature(uint8_t fid, bool set, uint32_t v) {
   std::lock_guard lk(ctrl_->mu);
+  uint32_t &f = fid == kFeatKeepAlive ? ctrl_->kato_ms : ctrl_->aen_config;
+  if (set) f = v;
+  return f;
+}
+
+void SubmissionQueue::features(Request &r, bool set) {
+  const uint8_t fid = r.sqe.cdw(10) & 0xff;
+  const uint32_t v = r.sqe.cdw(11);
   switch (fid) {
   case kFeatNumQueues: {
     // As nvmet: every controller may use the target's maximum, whatever the
     // host asked for; the Linux host takes the smaller of the two.
     if (set && ((v & 0xffff) == 0xffff || (v >> 16) == 0xffff))
-      return refuse(slot, kStatusInvalidField, "Number of Queues of 65536 (0xffff, 0's based)");
+      return refuse(r, kStatusInvalidField, "Number of Queues of 65536 (0xffff, 0's based)");
     const uint32_t g = reg_.config().max_io_queues - 1;
-    return complete(slot, 0, g | g << 16);
+    return complete(r, 0, g | g << 16);
   }
   case kFeatKeepAlive:
-    if (set) ctrl_->kato_ms = v;
-    return complete(slot, 0, ctrl_->kato_ms);
-  case kFeatAsyncEvent:
-    if (set) ctrl_->aen_config = v;
-    return complete(slot, 0, ctrl_->aen_config);
-  case kFeatVolatileWc: return complete(slot, 0, 1); // enabled
+  case kFeatAsyncEvent: return complete(r, 0, controller_feature(fid, set, v));
+  case kFeatVolatileWc: return complete(r, 0, 1); // enabled
   case kFeatHostId: {
-    if (set) return refuse(slot, kStatusSeqError, "Set Features Host Identifier after Connect (nvmet refuses it too)");
-    if (!ensure_buf(c, 16)) return complete(slot, kStatusInternal);
-    std::memcpy(c.buf, ctrl_->hostid.data(), 16);
-    return return_data(c, slot, 16);
+    if (set) return refuse(r, kStatusSeqError, "Set Features Host Identifier after Connect (nvmet refuses it too)");
+    uint8_t *buf = buffer(r, 16);
+    if (!buf) return complete(r, kStatusInternal);
+    std::memcpy(buf, ctrl_->hostid.data(), 16);
+    return return_data(r, buf, 16);
   }
   case kFeatArbitration:
   case kFeatPowerMgmt:
   case kFeatTempThresh:
   case kFeatErrRecovery:
-  case kFeatIrqCoalesce: return complete(slot, 0, 0);
-  default: return refuse(slot, kStatusInvalidField, fmt::format("{} Features of feature {:#04x}", set ? "Set" : "Get", fid));
+  case kFeatIrqCoalesce: return complete(r, 0, 0);
+  default: return refuse(r, kStatusInvalidField, fmt::format("{} Features of feature {:#04x}", set ? "Set" : "Get", fid));
   }
 }
 
-// Complete parked Async Event Requests with pending events (ANA changes).
-void Connection::deliver_aens() {
+// Complete parked Async Event Requests with pending events (ANA and
+// discovery log changes), those the host asked for.
+void SubmissionQueue::deliver_aens() {
   if (!ctrl_ || qid_ != 0) return;
-  std::vector<std::pair<uint16_t, uint32_t>> ready;
+  std::vector<std::pair<Request *, uint32_t>> ready;
   {
     std::lock_guard lk(ctrl_->mu);
-    while (!ctrl_->aen_events.empty() && !ctrl_->aer_cids.empty()) {
+    while (!ctrl_->aen_events.empty() && !aers_.empty()) {
       const uint32_t ev = ctrl_->aen_events.front();
       ctrl_->aen_events.pop_front();
       // Only the notices the host asked for (Asynchronous Event Configuration).
       if (ev == kAenAnaChange && !(ctrl_->aen_config & (1u << 11))) continue;
       if (ev == kAenDiscoveryChange && !(ctrl_->aen_config & (1u << 31))) continue;
-      ready.emplace_back(ctrl_->aer_cids.front(), ev);
-      ctrl_->aer_cids.pop_front();
+      ready.emplace_back(aers_.front(), ev);
+      aers_.pop_front();
     }
   }
-  for (auto [slot, ev] : ready) {
-    cmds_[slot].aer = false;
-    complete(slot, 0, ev);
+  for (auto [r, ev] : ready) {
+    r->parked = false;
+    complete(*r, 0, ev);
   }
 }
 

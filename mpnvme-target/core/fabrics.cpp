@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Connection: the Fabrics commands (Connect, Property Get/Set, Disconnect;
-// Authentication Send/Receive are in auth.cpp).
+// SubmissionQueue: the Fabrics commands (Connect, Property Get/Set,
+// Disconnect; Authentication Send/Receive are in auth.cpp).
 // Where the Linux target (nvmet) accepts something without a data-safety
 // reason to refuse it, so do we (docs/design.md lists the cases).
+//
+// Connect checks the host and makes or finds its controller through one
+// view of the configuration (the first lock of the order), and completes
+// only after letting go of it.
 #include <fmt/format.h>
 
 #include "lib/base/log.hpp"
+#include "lib/base/printable.hpp"
 #include "lib/wire/wire.hpp"
-#include "mpnvme-target/transport/connection.hpp"
+#include "mpnvme-target/core/submission_queue.hpp"
 
 namespace mpnvme::target {
 using namespace nvme;
@@ -24,98 +29,134 @@ uint64_t capabilities(uint32_t queue_entries) {
 }
 } // namespace
 
-void Connection::exec_fabrics(Cmd &c, uint16_t slot) {
-  switch (c.sqe.fctype()) {
-  case kFctConnect: return connect(c, slot);
-  case kFctPropertyGet: return property_get(c, slot);
-  case kFctPropertySet: return property_set(c, slot);
+// A refused Connect: its status, the reason, and dword 0 (the field).
+struct ConnectRefusal {
+  uint16_t status = 0;
+  std::string why;
+  uint32_t dw0 = 0;
+};
+
+void SubmissionQueue::exec_fabrics(Request &r) {
+  switch (r.sqe.fctype()) {
+  case kFctConnect: return connect(r);
+  case kFctPropertyGet: return property_get(r);
+  case kFctPropertySet: return property_set(r);
   case kFctDisconnect:
-    complete(slot, 0);
-    close("Disconnect");
+    complete(r, 0);
+    peer_left();
+    transport_.end("Disconnect");
     return;
-  case kFctAuthSend: return auth_send(c, slot);
-  case kFctAuthReceive: return auth_receive(c, slot);
-  default: return refuse(slot, kStatusInvalidOpcode, fmt::format("unknown Fabrics command type {:#04x}", c.sqe.fctype()));
+  case kFctAuthSend: return auth_send(r);
+  case kFctAuthReceive: return auth_receive(r);
+  default: return refuse(r, kStatusInvalidOpcode, fmt::format("unknown Fabrics command type {:#04x}", r.sqe.fctype()));
   }
 }
 
-void Connection::set_tls_identity(std::string identity, std::string hostnqn, std::string subnqn) {
+void SubmissionQueue::set_tls_identity(std::string identity, std::string hostnqn, std::string subnqn) {
   tls_identity_ = std::move(identity);
   tls_host_ = std::move(hostnqn);
   tls_subsys_ = std::move(subnqn);
 }
 
-void Connection::connect(Cmd &c, uint16_t slot) {
-  const uint8_t *s = c.sqe.b.data();
+void SubmissionQueue::connect(Request &r) {
+  const uint8_t *s = r.sqe.b.data();
   const uint16_t recfmt = wire::get16(s, 40), qid = wire::get16(s, 42), sqsize = wire::get16(s, 44);
   const uint8_t cattr = s[46];
   const uint32_t kato = wire::get32(s, 48);
   const auto bad = [&](bool in_data, uint16_t offset, const std::string &why) {
-    refuse(slot, kStatusConnectInvalidParam, why, invalid_param(in_data, offset));
+    refuse(r, kStatusConnectInvalidParam, why, invalid_param(in_data, offset));
   };
   if (ctrl_) return bad(false, 42, "second Connect on a connected queue");
-  if (recfmt != 0) return refuse(slot, kStatusConnectFormat, fmt::format("record format {} (only 0 exists)", recfmt));
-  if (c.data_len < kConnectDataLen)
-    return refuse(slot, kStatusSglLengthInvalid, fmt::format("{} bytes of Connect data, {} needed", c.data_len, kConnectDataLen));
-  const ConnectData d = decode_connect_data(c.buf);
-  connect_host_ = d.hostnqn;
+  if (recfmt != 0) return refuse(r, kStatusConnectFormat, fmt::format("record format {} (only 0 exists)", recfmt));
+  if (r.in_len < kConnectDataLen)
+    return refuse(r, kStatusSglLengthInvalid, fmt::format("{} bytes of Connect data, {} needed", r.in_len, kConnectDataLen));
+  const ConnectData d = decode_connect_data(r.in);
+  connect_host_ = printable(d.hostnqn);
   const uint32_t entries = reg_.config().queue_entries;
   if (sqsize == 0 || sqsize >= entries)
     return bad(false, 44, fmt::format("SQSIZE {} (0's based) outside 1..{}", sqsize, entries - 1));
-  const std::shared_ptr<Subsystem> sub = reg_.find_subsystem(d.subnqn);
-  if (!sub || !port_.serves(d.subnqn)) return bad(true, 256, fmt::format("unknown subsystem '{}' on this port", d.subnqn));
-  if (!tls_identity_.empty() && (d.hostnqn != tls_host_ || d.subnqn != tls_subsys_))
-    return refuse(
-        slot, kStatusConnectInvalidHost,
-        fmt::format("Connect as host {} to {} over the secure channel of identity '{}'", d.hostnqn, d.subnqn, tls_identity_));
-  if (!sub->discovery && !sub->host_allowed(d.hostnqn))
-    return refuse(slot, kStatusConnectInvalidHost, fmt::format("host {} is not allowed on {}", d.hostnqn, d.subnqn));
-  if (qid == 0) {
-    if (d.cntlid != kDynamicCntlid)
-      return bad(true, 16, fmt::format("admin Connect to controller {:#x}, not 0xffff (dynamic)", d.cntlid));
-    ctrl_ = reg_.create_controller(sub, port_, d.hostnqn, d.hostid, kato);
-    if (!ctrl_) return refuse(slot, kStatusConnectCtrlBusy, "no controller id left");
-    log().info("{}: host {} connected to {} as controller {} (kato {} ms)", label_, d.hostnqn, d.subnqn, ctrl_->cntlid, kato);
-  } else {
-    auto ctrl = reg_.find_controller(*sub, d.cntlid);
-    if (!ctrl || ctrl->dead) return bad(true, 16, fmt::format("I/O Connect to controller {} that does not exist", d.cntlid));
-    if (ctrl->hostnqn != d.hostnqn)
-      return bad(true, 512,
-                 fmt::format("I/O Connect from host {} to controller {} of host {}", d.hostnqn, d.cntlid, ctrl->hostnqn));
-    std::lock_guard lk(ctrl->mu);
-    if (!(ctrl->csts & kCstsRdy))
-      return refuse(slot, kStatusSeqError, fmt::format("I/O Connect to controller {} before CC.EN", d.cntlid));
-    // As nvmet: any queue id up to the maximum, Set Features Number of
-    // Queues or not.
-    const uint32_t max = reg_.config().max_io_queues;
-    if (qid > max) return bad(false, 42, fmt::format("queue id {} above the maximum {}", qid, max));
-    if (ctrl->io_qids.count(qid)) return bad(false, 42, fmt::format("queue id {} is connected already", qid));
-    ctrl->io_qids.insert(qid);
-    ctrl_ = ctrl;
-    io_.io_queue_connected(+1);
+  ConnectRefusal no;
+  std::optional<dhchap::ControllerAuthConfig> wants;
+  {
+    ConfigView view = reg_.view();
+    const std::shared_ptr<Subsystem> sub = view.subsystem(d.subnqn);
+    if (!sub || !port_.serves(d.subnqn))
+      no = {kStatusConnectInvalidParam, fmt::format("unknown subsystem '{}' on this port", printable(d.subnqn)),
+            invalid_param(true, 256)};
+    else if (!tls_identity_.empty() && (d.hostnqn != tls_host_ || d.subnqn != tls_subsys_))
+      no = {kStatusConnectInvalidHost,
+            fmt::format("Connect as host {} to {} over the secure channel of identity '{}'", connect_host_, printable(d.subnqn),
+                        printable(tls_identity_))};
+    else if (!view.admits(*sub, d.hostnqn))
+      no = {kStatusConnectInvalidHost, fmt::format("host {} is not allowed on {}", connect_host_, d.subnqn)};
+    else if (qid == 0)
+      no = connect_admin(d, kato, view, sub);
+    else
+      no = connect_io(d, qid, view, *sub);
+    if (!no.status) wants = view.host_auth(d.hostnqn);
   }
+  if (no.status) return refuse(r, no.status, no.why, no.dw0);
+  if (qid != 0) transport_.io_queue_connected(+1);
   qid_ = qid;
   sqsize_ = sqsize + 1u;
   sqflow_disabled_ = cattr & kConnectDisableSqFlow;
   label_ = fmt::format("port {} {} cntlid {}", port_.cfg.id, peer_, ctrl_->cntlid);
   ctrl_->touch();
-  complete(slot, 0, ctrl_->cntlid | begin_authentication(d.hostnqn, d.subnqn));
+  complete(r, 0, ctrl_->cntlid | begin_authentication(std::move(wants)));
 }
 
-void Connection::property_get(Cmd &c, uint16_t slot) {
-  const uint32_t off = wire::get32(c.sqe.b.data(), 44);
-  const bool eight = c.sqe.b[40] & 1;
+ConnectRefusal SubmissionQueue::connect_admin(const ConnectData &d, uint32_t kato, const ConfigView &view,
+                                              const std::shared_ptr<Subsystem> &sub) {
+  if (d.cntlid != kDynamicCntlid)
+    return {kStatusConnectInvalidParam, fmt::format("admin Connect to controller {:#x}, not 0xffff (dynamic)", d.cntlid),
+            invalid_param(true, 16)};
+  // A discovery controller without keep-alive still ends in time (nvmet).
+  if (sub->discovery && kato == 0) kato = kDiscoveryKatoMs;
+  ctrl_ = view.create_controller(sub, port_, d, kato);
+  if (!ctrl_) return {kStatusConnectCtrlBusy, "no controller id left"};
+  log().info("{}: host {} connected to {} as controller {} (kato {} ms)", label_, connect_host_, d.subnqn, ctrl_->cntlid, kato);
+  return {};
+}
+
+ConnectRefusal SubmissionQueue::connect_io(const ConnectData &d, uint16_t qid, const ConfigView &view, const Subsystem &sub) {
+  auto ctrl = view.find_controller(sub, d.cntlid);
+  if (!ctrl || ctrl->dead)
+    return {kStatusConnectInvalidParam, fmt::format("I/O Connect to controller {} that does not exist", d.cntlid),
+            invalid_param(true, 16)};
+  if (ctrl->hostnqn != d.hostnqn)
+    return {kStatusConnectInvalidParam,
+            fmt::format("I/O Connect from host {} to controller {} of host {}", connect_host_, d.cntlid, printable(ctrl->hostnqn)),
+            invalid_param(true, 512)};
+  std::lock_guard lk(ctrl->mu);
+  if (!(ctrl->csts & kCstsRdy)) return {kStatusSeqError, fmt::format("I/O Connect to controller {} before CC.EN", d.cntlid)};
+  // As nvmet: any queue id up to the maximum, Set Features Number of
+  // Queues or not.
+  const uint32_t max = reg_.config().max_io_queues;
+  if (qid > max) return {kStatusConnectInvalidParam, fmt::format("queue id {} above the maximum {}", qid, max), invalid_param(false, 42)};
+  if (ctrl->io_qids.count(qid))
+    return {kStatusConnectInvalidParam, fmt::format("queue id {} is connected already", qid), invalid_param(false, 42)};
+  ctrl->io_qids.insert(qid);
+  ctrl_ = ctrl;
+  return {};
+}
+
+void SubmissionQueue::property_get(Request &r) {
+  const uint32_t off = wire::get32(r.sqe.b.data(), 44);
+  const bool eight = r.sqe.b[40] & 1;
   uint64_t v = 0;
-  std::lock_guard lk(ctrl_->mu);
   switch (off) {
   case kRegCap: v = capabilities(reg_.config().queue_entries); break;
   case kRegVs: v = kNvmeVersion; break;
-  case kRegCc: v = ctrl_->cc; break;
+  case kRegCc: {
+    std::lock_guard lk(ctrl_->mu);
+    v = ctrl_->cc;
+    break;
+  }
   case kRegCsts: v = ctrl_->csts; break;
-  default: return refuse(slot, kStatusInvalidField, fmt::format("Property Get of offset {:#x}", off));
+  default: return refuse(r, kStatusInvalidField, fmt::format("Property Get of offset {:#x}", off));
   }
   if (!eight) v &= 0xffffffff;
-  complete(slot, 0, static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32));
+  complete(r, 0, static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32));
 }
 
 // Why CC.EN cannot be honoured (the controller then reports CSTS.CFS), or
@@ -132,27 +173,29 @@ static std::string enable_refusal(uint32_t cc, bool discovery) {
   return {};
 }
 
-void Connection::property_set(Cmd &c, uint16_t slot) {
-  const uint32_t off = wire::get32(c.sqe.b.data(), 44);
-  const auto v = static_cast<uint32_t>(wire::get64(c.sqe.b.data(), 48));
-  if (off != kRegCc) return refuse(slot, kStatusInvalidField, fmt::format("Property Set of offset {:#x} (only CC)", off));
-  std::lock_guard lk(ctrl_->mu);
-  const uint32_t old = ctrl_->cc;
-  ctrl_->cc = v;
-  if ((v & kCcEnable) && !(old & kCcEnable)) {
-    const std::string why = enable_refusal(v, ctrl_->subsys.discovery);
-    if (why.empty()) {
-      ctrl_->csts = kCstsRdy;
-    } else {
-      ctrl_->csts = kCstsCfs;
-      log().warn("{}: controller {} of host {}: CSTS.CFS (fatal status) on enable: {}", label_, ctrl_->cntlid, ctrl_->hostnqn,
-                 why);
+void SubmissionQueue::property_set(Request &r) {
+  const uint32_t off = wire::get32(r.sqe.b.data(), 44);
+  const auto v = static_cast<uint32_t>(wire::get64(r.sqe.b.data(), 48));
+  if (off != kRegCc) return refuse(r, kStatusInvalidField, fmt::format("Property Set of offset {:#x} (only CC)", off));
+  std::string refusal;
+  {
+    std::lock_guard lk(ctrl_->mu);
+    const uint32_t old = ctrl_->cc;
+    uint32_t csts = ctrl_->csts;
+    ctrl_->cc = v;
+    if ((v & kCcEnable) && !(old & kCcEnable)) {
+      refusal = enable_refusal(v, ctrl_->subsys.discovery);
+      csts = refusal.empty() ? kCstsRdy : kCstsCfs;
+    } else if (!(v & kCcEnable) && (old & kCcEnable)) {
+      csts = 0; // controller reset
     }
-  } else if (!(v & kCcEnable) && (old & kCcEnable)) {
-    ctrl_->csts = 0; // controller reset
+    if ((v & kCcShnMask) && !(old & kCcShnMask)) csts = (csts & ~kCstsShstMask) | kCstsShstComplete;
+    ctrl_->csts = csts;
   }
-  if ((v & kCcShnMask) && !(old & kCcShnMask)) ctrl_->csts = (ctrl_->csts & ~kCstsShstMask) | kCstsShstComplete;
-  complete(slot, 0);
+  if (!refusal.empty())
+    log().warn("{}: controller {} of host {}: CSTS.CFS (fatal status) on enable: {}", label_, ctrl_->cntlid,
+               printable(ctrl_->hostnqn), refusal);
+  complete(r, 0);
 }
 
 } // namespace mpnvme::target

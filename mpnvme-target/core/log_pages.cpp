@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Connection: Get Log Page (error, SMART, firmware slot, changed
+// SubmissionQueue: Get Log Page (error, SMART, firmware slot, changed
 // namespaces, command effects, ANA, discovery).
 #include <algorithm>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include <map>
 
 #include "lib/wire/wire.hpp"
-#include "mpnvme-target/transport/connection.hpp"
+#include "mpnvme-target/core/submission_queue.hpp"
 
 namespace mpnvme::target {
 using namespace nvme;
@@ -84,11 +84,11 @@ Page ana_log(const LogContext &x, uint8_t lsp) {
 Page discovery_log(const LogContext &x, uint8_t) {
   Page page(1024, 0);
   uint64_t records = 0;
+  ConfigView view = x.reg.view();
   for (auto &pp : x.reg.ports()) {
     const PortConfig &pc = pp->cfg;
-    for (const auto &s : x.reg.subsystems()) {
+    for (const auto &s : view.discoverable(*pp, x.hostnqn)) {
       const SubsystemConfig &sc = s->cfg; // its NQN, which never changes
-      if (!pp->serves(sc.nqn) || !s->host_allowed(x.hostnqn)) continue;
       const size_t at = page.size();
       page.resize(at + 1024, 0);
       uint8_t *e = page.data() + at;
@@ -134,33 +134,34 @@ constexpr LogPage kLogPages[] = {
 
 } // namespace
 
-void Connection::get_log_page(Cmd &c, uint16_t slot) {
-  const uint32_t cdw10 = c.sqe.cdw(10), cdw11 = c.sqe.cdw(11);
+void SubmissionQueue::get_log_page(Request &r) {
+  const uint32_t cdw10 = r.sqe.cdw(10), cdw11 = r.sqe.cdw(11);
   const uint8_t lid = cdw10 & 0xff, lsp = (cdw10 >> 8) & 0xf;
   const uint64_t len = ((static_cast<uint64_t>(cdw11 & 0xffff) << 16 | (cdw10 >> 16)) + 1) * 4;
-  const uint64_t off = static_cast<uint64_t>(c.sqe.cdw(13)) << 32 | c.sqe.cdw(12);
+  const uint64_t off = static_cast<uint64_t>(r.sqe.cdw(13)) << 32 | r.sqe.cdw(12);
   // NUMD comes from the host: the transfer must fit the data buffer the host
   // described and our MDTS, or a hostile host could make us allocate 16 GiB.
-  if (len != c.sqe.sgl_len())
-    return refuse(slot, kStatusSglLengthInvalid,
-                  fmt::format("Get Log Page of {} bytes into a {}-byte buffer", len, c.sqe.sgl_len()));
+  if (len != r.sqe.sgl_len())
+    return refuse(r, kStatusSglLengthInvalid,
+                  fmt::format("Get Log Page of {} bytes into a {}-byte buffer", len, r.sqe.sgl_len()));
   if (len > mdts_bytes())
-    return refuse(slot, kStatusInvalidField, fmt::format("Get Log Page of {} bytes, above MDTS ({} bytes)", len, mdts_bytes()));
+    return refuse(r, kStatusInvalidField, fmt::format("Get Log Page of {} bytes, above MDTS ({} bytes)", len, mdts_bytes()));
   const Subsystem &sub = ctrl_->subsys;
   const LogPage *lp = std::find_if(std::begin(kLogPages), std::end(kLogPages), [lid](const LogPage &p) { return p.lid == lid; });
-  if (lp == std::end(kLogPages)) return refuse(slot, kStatusInvalidField, fmt::format("log page {:#04x} is not supported", lid));
+  if (lp == std::end(kLogPages)) return refuse(r, kStatusInvalidField, fmt::format("log page {:#04x} is not supported", lid));
   if (lp->by == Served::Io && sub.discovery)
-    return refuse(slot, kStatusInvalidField, fmt::format("log page {:#04x} of a discovery controller", lid));
+    return refuse(r, kStatusInvalidField, fmt::format("log page {:#04x} of a discovery controller", lid));
   if (lp->by == Served::Discovery && !sub.discovery)
-    return refuse(slot, kStatusInvalidField, fmt::format("log page {:#04x} (discovery) of an I/O controller", lid));
+    return refuse(r, kStatusInvalidField, fmt::format("log page {:#04x} (discovery) of an I/O controller", lid));
   const Page page = lp->build({reg_, sub, port_, ctrl_->hostnqn}, lsp);
   if (off > page.size() || (off & 3))
-    return refuse(slot, kStatusInvalidField, fmt::format("log page {:#04x} from offset {} of {} bytes", lid, off, page.size()));
+    return refuse(r, kStatusInvalidField, fmt::format("log page {:#04x} from offset {} of {} bytes", lid, off, page.size()));
   const uint64_t n = std::min<uint64_t>(len, page.size() - off);
-  if (!ensure_buf(c, static_cast<uint32_t>(len))) return complete(slot, kStatusInternal);
-  std::memset(c.buf, 0, len);
-  std::memcpy(c.buf, page.data() + off, n);
-  return_data(c, slot, static_cast<uint32_t>(len));
+  uint8_t *buf = buffer(r, static_cast<uint32_t>(len));
+  if (!buf) return complete(r, kStatusInternal);
+  std::memset(buf, 0, len);
+  std::memcpy(buf, page.data() + off, n);
+  return_data(r, buf, static_cast<uint32_t>(len));
 }
 
 } // namespace mpnvme::target

@@ -6,110 +6,81 @@
 #include <stdexcept>
 
 #include "lib/base/log.hpp"
+#include "lib/base/printable.hpp"
+#include "lib/config/host_access.hpp"
 
 namespace mpnvme::target {
 
-const char *const kDiscoveryNqn = "nqn.2014-08.org.nvmexpress.discovery";
+// --- ConfigView: readers under the shared configuration lock -------------
 
-bool Subsystem::host_allowed(const std::string &hostnqn) const {
-  std::lock_guard lk(access_mu);
-  if (cfg.allow_any_host) return true;
-  return std::find(cfg.allowed_hosts.begin(), cfg.allowed_hosts.end(), hostnqn) != cfg.allowed_hosts.end();
+ConfigView::ConfigView(Registry &r) : r_(r), lk_(r.config_mu_) {}
+
+std::shared_ptr<Subsystem> ConfigView::subsystem(const std::string &nqn) const {
+  auto it = r_.subsystems_.find(nqn);
+  return it == r_.subsystems_.end() ? nullptr : it->second;
 }
 
-void Subsystem::allow_host(const std::string &hostnqn) {
-  std::lock_guard lk(access_mu);
-  if (!cfg.allow_any_host_explicit) cfg.allow_any_host = false;
-  if (std::find(cfg.allowed_hosts.begin(), cfg.allowed_hosts.end(), hostnqn) == cfg.allowed_hosts.end())
-    cfg.allowed_hosts.push_back(hostnqn);
+bool ConfigView::admits(const Subsystem &s, const std::string &hostnqn) const { return r_.admits_locked(s, hostnqn); }
+
+bool ConfigView::open_to_any(const Subsystem &s) const {
+  return s.discovery || (s.cfg.allow_any_host && (s.cfg.allow_any_host_explicit || r_.keyed_.empty()));
 }
 
-bool Subsystem::deny_host(const std::string &hostnqn) {
-  std::lock_guard lk(access_mu);
-  auto it = std::find(cfg.allowed_hosts.begin(), cfg.allowed_hosts.end(), hostnqn);
-  if (it == cfg.allowed_hosts.end()) return false;
-  cfg.allowed_hosts.erase(it);
-  return true;
+std::optional<dhchap::ControllerAuthConfig> ConfigView::host_auth(const std::string &hostnqn) const {
+  auto it = r_.host_auth_.find(hostnqn);
+  if (it == r_.host_auth_.end()) return std::nullopt;
+  return it->second;
 }
 
-std::vector<std::string> Subsystem::allowed_hosts(bool &any) const {
-  std::lock_guard lk(access_mu);
-  any = cfg.allow_any_host;
-  return cfg.allowed_hosts;
-}
-
-PortState::PortState(PortConfig c) : cfg(std::move(c)) {
-  for (auto &a : ana_)
-    a.store(AnaState::Optimized, std::memory_order_relaxed);
-  for (const auto &[grp, st] : cfg.ana)
-    if (grp >= 1 && grp <= kMaxAnaGroups) {
-      ana_[grp].store(st, std::memory_order_relaxed);
-      named_[grp].store(true, std::memory_order_relaxed);
-    }
-}
-
-AnaState PortState::ana(uint32_t grp) const {
-  return grp >= 1 && grp <= kMaxAnaGroups ? ana_[grp].load(std::memory_order_acquire) : AnaState::Optimized;
-}
-
-void PortState::set_ana(uint32_t grp, AnaState s) {
-  if (grp < 1 || grp > kMaxAnaGroups) throw std::invalid_argument(fmt::format("ANA group {}: not 1..{}", grp, kMaxAnaGroups));
-  named_[grp].store(true, std::memory_order_relaxed);
-  ana_[grp].store(s, std::memory_order_release);
-  chgcnt_++;
-}
-
-std::map<uint32_t, AnaState> PortState::ana_groups() const {
-  std::map<uint32_t, AnaState> out;
-  for (uint32_t g = 1; g <= kMaxAnaGroups; g++)
-    if (named_[g].load(std::memory_order_relaxed)) out[g] = ana(g);
+std::vector<std::shared_ptr<Subsystem>> ConfigView::subsystems() const {
+  std::vector<std::shared_ptr<Subsystem>> out;
+  for (const auto &[nqn, s] : r_.subsystems_)
+    if (!s->discovery) out.push_back(s);
   return out;
 }
 
-bool PortState::serves(const std::string &nqn) const {
-  if (cfg.subsystems.empty() || nqn == kDiscoveryNqn) return true;
-  for (const auto &s : cfg.subsystems)
-    if (s == nqn) return true;
-  return false;
+std::vector<std::shared_ptr<Subsystem>> ConfigView::discoverable(const PortState &port, const std::string &hostnqn) const {
+  return r_.discoverable_locked(port, hostnqn);
 }
 
-TargetController::TargetController(uint16_t id, std::shared_ptr<Subsystem> s, PortState &p, std::string host,
-                                   std::array<uint8_t, 16> hid, uint32_t kato)
-    : cntlid(id), subsys_owner(std::move(s)), subsys(*subsys_owner), port(p), hostnqn(std::move(host)), hostid(hid),
-      kato_ms(kato) {
-  touch();
-}
-
-void TargetController::touch() {
-  last_activity_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-bool TargetController::kato_expired(std::chrono::steady_clock::time_point now) const {
-  if (!kato_ms) return false;
-  const auto last = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(last_activity_ns.load()));
-  return now - last > std::chrono::milliseconds(kato_ms);
-}
-
-namespace {
-
-// A subsystem with its namespaces open (throws what open_backend throws).
-std::shared_ptr<Subsystem> open_subsystem(const SubsystemConfig &sc) {
-  auto s = std::make_shared<Subsystem>();
-  s->cfg = sc;
-  for (const auto &nc : sc.namespaces) {
-    if (!nc.enable) continue;
-    Namespace ns{nc, open_backend(nc)};
-    log().info("subsystem {} namespace {}: {} ({} blocks of {} bytes)", sc.nqn, nc.nsid, nc.spec(), ns.backend->blocks(), nc.lba);
-    s->namespaces.emplace(nc.nsid, std::move(ns));
+std::shared_ptr<TargetController> ConfigView::create_controller(const std::shared_ptr<Subsystem> &s, PortState &p,
+                                                                const nvme::ConnectData &d, uint32_t kato_ms) const {
+  const bool keyed = !s->discovery && r_.host_auth_.count(d.hostnqn);
+  std::lock_guard lk(r_.ctrl_mu_);
+  // A host identifier presented with two host NQNs: the hosts are told
+  // apart by NQN where it matters (reservations), and the operator is told.
+  for (const auto &[key, weak] : r_.controllers_)
+    if (auto c = weak.lock(); c && key.first == s.get() && c->hostid == d.hostid && c->hostnqn != d.hostnqn) {
+      log().warn("subsystem {}: host {} connects with the host identifier of host {} (controller {}); reservations "
+                 "tell them apart by NQN",
+                 s->cfg.nqn, printable(d.hostnqn), printable(c->hostnqn), c->cntlid);
+      break;
+    }
+  // cntlid 1..0xffef, skipping ids still in use.
+  for (int tries = 0; tries < 0xffef; tries++) {
+    const uint16_t id = r_.next_cntlid_;
+    r_.next_cntlid_ = r_.next_cntlid_ >= 0xffef ? 1 : static_cast<uint16_t>(r_.next_cntlid_ + 1);
+    auto key = std::make_pair(static_cast<const Subsystem *>(s.get()), id);
+    auto it = r_.controllers_.find(key);
+    if (it != r_.controllers_.end() && !it->second.expired()) continue;
+    auto c = std::make_shared<TargetController>(id, s, p, d.hostnqn, d.hostid, kato_ms, keyed);
+    r_.controllers_[key] = c;
+    return c;
   }
-  return s;
+  return nullptr;
 }
 
-} // namespace
+std::shared_ptr<TargetController> ConfigView::find_controller(const Subsystem &s, uint16_t cntlid) const {
+  std::lock_guard lk(r_.ctrl_mu_);
+  auto it = r_.controllers_.find({&s, cntlid});
+  return it == r_.controllers_.end() ? nullptr : it->second.lock();
+}
+
+// --- Registry ---------------------------------------------------------------
 
 Registry::Registry(const TargetConfig &cfg)
-    : backoff_(std::chrono::milliseconds(cfg.auth_backoff_ms)), cfg_(cfg), host_auth_(cfg.host_auth) {
+    : backoff_(std::chrono::milliseconds(cfg.auth_backoff_ms)), cfg_(cfg), host_auth_(cfg.host_auth),
+      keyed_(keyed_hosts(cfg.host_auth, cfg.tls_keys)) {
   for (const auto &sc : cfg.subsystems)
     subsystems_.emplace(sc.nqn, open_subsystem(sc));
   if (cfg.discovery) {
@@ -126,64 +97,144 @@ Registry::Registry(const TargetConfig &cfg)
   }
 }
 
-std::shared_ptr<Subsystem> Registry::find_subsystem(const std::string &nqn) {
-  std::lock_guard lk(config_mu_);
-  auto it = subsystems_.find(nqn);
-  return it == subsystems_.end() ? nullptr : it->second;
+bool Registry::admits_locked(const Subsystem &s, const std::string &hostnqn) const {
+  return s.discovery || subsystem_admits(s.cfg, hostnqn, keyed_);
 }
 
-std::vector<std::shared_ptr<Subsystem>> Registry::subsystems() {
-  std::lock_guard lk(config_mu_);
+std::vector<std::shared_ptr<Subsystem>> Registry::discoverable_locked(const PortState &port, const std::string &hostnqn) const {
   std::vector<std::shared_ptr<Subsystem>> out;
   for (const auto &[nqn, s] : subsystems_)
-    if (!s->discovery) out.push_back(s);
+    if (!s->discovery && port.serves(nqn) && admits_locked(*s, hostnqn)) out.push_back(s);
   return out;
 }
 
+Subsystem &Registry::existing(const std::string &nqn) {
+  auto it = subsystems_.find(nqn);
+  if (it == subsystems_.end() || it->second->discovery) throw std::invalid_argument("no such subsystem");
+  return *it->second;
+}
+
+std::vector<std::shared_ptr<TargetController>> Registry::live_controllers() {
+  std::lock_guard lk(ctrl_mu_);
+  std::vector<std::shared_ptr<TargetController>> out;
+  for (const auto &[key, weak] : controllers_)
+    if (auto c = weak.lock(); c && !c->dead) out.push_back(std::move(c));
+  return out;
+}
+
+// Per live discovery controller, what its log lists now.
+std::map<const TargetController *, std::vector<std::string>> Registry::discovery_lists() {
+  std::map<const TargetController *, std::vector<std::string>> out;
+  for (const auto &c : live_controllers()) {
+    if (!c->subsys.discovery) continue;
+    auto &names = out[c.get()];
+    for (const auto &s : discoverable_locked(c->port, c->hostnqn))
+      names.push_back(s->cfg.nqn);
+  }
+  return out;
+}
+
+// The rules applied to what lives: a controller whose subsystem is gone,
+// whose host the subsystem no longer admits, or whose host now has a key
+// it was never asked to prove, ends.
+void Registry::end_unadmitted(Aftermath &after) {
+  for (auto &c : live_controllers()) {
+    if (c->subsys.discovery) continue;
+    const auto it = subsystems_.find(c->subsys.cfg.nqn);
+    const char *why = it == subsystems_.end() || it->second != c->subsys_owner ? "its subsystem was removed"
+                      : !admits_locked(c->subsys, c->hostnqn)                ? "the subsystem no longer admits its host"
+                      : !c->keyed && host_auth_.count(c->hostnqn)             ? "its host has a key now, which it never proved"
+                                                                              : nullptr;
+    if (!why || c->dead.exchange(true)) continue;
+    log().warn("controller {} of {} (host {}) ended by the control socket: {}", c->cntlid, c->subsys.cfg.nqn,
+               printable(c->hostnqn), why);
+    if (std::find(after.revoked.begin(), after.revoked.end(), c->subsys_owner) == after.revoked.end())
+      after.revoked.push_back(c->subsys_owner);
+    after.ended.push_back(std::move(c));
+  }
+}
+
+void Registry::reconfigure(const std::function<void()> &edit) {
+  Aftermath after;
+  {
+    std::unique_lock lk(config_mu_);
+    const auto before = discovery_lists();
+    edit();
+    end_unadmitted(after);
+    bool listed_changed = false;
+    const auto now = discovery_lists();
+    for (const auto &c : live_controllers()) {
+      auto b = before.find(c.get()), n = now.find(c.get());
+      if (b == before.end() || n == now.end() || b->second == n->second) continue;
+      listed_changed = true;
+      after.discovery_notices.push_back(c);
+    }
+    if (listed_changed) discovery_genctr_++;
+  }
+  // The rights are gone; now no write admitted under them may still land.
+  for (const auto &s : after.revoked)
+    for (auto &[id, ns] : s->namespaces)
+      ns.fence->revoke();
+  for (const auto &c : after.discovery_notices)
+    c->post_event(kAenDiscoveryChange);
+  wake();
+}
+
+// The rules of start-up: finalize_subsystem's checks and identifiers, and
+// the hosts it admits resolved against the keys there are now.
 void Registry::add_subsystem(SubsystemConfig sc) {
   if (sc.nqn == kDiscoveryNqn) throw std::invalid_argument("the discovery subsystem is the target's own");
-  if (find_subsystem(sc.nqn)) throw std::invalid_argument(fmt::format("subsystem {} exists", sc.nqn));
+  finalize_subsystem(sc);
+  if (find_subsystem(sc.nqn)) throw std::invalid_argument("a subsystem of that NQN exists");
   auto s = open_subsystem(sc); // outside the lock: a file namespace may take a while to open
-  std::lock_guard lk(config_mu_);
-  if (!subsystems_.emplace(sc.nqn, std::move(s)).second) throw std::invalid_argument(fmt::format("subsystem {} exists", sc.nqn));
-  log().info("subsystem {} added ({} namespace(s)) by the control socket", sc.nqn, sc.namespaces.size());
-  discovery_changed();
+  const size_t namespaces = s->namespaces.size();
+  reconfigure([&] {
+    resolve_host_access(s->cfg, keyed_);
+    if (!subsystems_.emplace(sc.nqn, std::move(s)).second) throw std::invalid_argument("a subsystem of that NQN exists");
+  });
+  log().info("subsystem {} added ({} namespace(s)) by the control socket", printable(sc.nqn), namespaces);
 }
 
 void Registry::remove_subsystem(const std::string &nqn) {
   std::shared_ptr<Subsystem> gone;
-  {
-    std::lock_guard lk(config_mu_);
-    auto it = subsystems_.find(nqn);
-    if (it == subsystems_.end() || it->second->discovery) throw std::invalid_argument(fmt::format("no subsystem {}", nqn));
-    gone = std::move(it->second);
-    subsystems_.erase(it);
-  }
-  unsigned ended = 0;
-  {
-    std::lock_guard lk(mu_);
-    for (auto &[key, weak] : controllers_)
-      if (auto c = weak.lock(); c && &c->subsys == gone.get() && !c->dead.exchange(true)) ended++;
-  }
-  log().warn("subsystem {} removed by the control socket; {} controller(s) ended", nqn, ended);
-  discovery_changed();
+  reconfigure([&] {
+    existing(nqn);
+    gone = std::move(subsystems_.at(nqn));
+    subsystems_.erase(nqn);
+  });
+  log().warn("subsystem {} removed by the control socket", printable(nqn));
 }
 
-std::optional<dhchap::ControllerAuthConfig> Registry::host_auth(const std::string &hostnqn) {
-  std::lock_guard lk(config_mu_);
-  auto it = host_auth_.find(hostnqn);
-  if (it == host_auth_.end()) return std::nullopt;
-  return it->second;
+void Registry::allow_host(const std::string &subnqn, const std::string &hostnqn) {
+  reconfigure([&] { name_host(existing(subnqn).cfg, hostnqn); });
+  log().info("subsystem {}: host {} allowed by the control socket", printable(subnqn), printable(hostnqn));
+}
+
+void Registry::deny_host(const std::string &subnqn, const std::string &hostnqn) {
+  reconfigure([&] {
+    if (!unname_host(existing(subnqn).cfg, hostnqn)) throw std::invalid_argument("that host is not on the subsystem's list");
+  });
+  log().info("subsystem {}: host {} denied by the control socket", printable(subnqn), printable(hostnqn));
 }
 
 void Registry::set_host_auth(const std::string &hostnqn, dhchap::ControllerAuthConfig a) {
-  std::lock_guard lk(config_mu_);
-  host_auth_[hostnqn] = std::move(a);
+  reconfigure([&] {
+    host_auth_[hostnqn] = std::move(a);
+    keyed_ = keyed_hosts(host_auth_, cfg_.tls_keys);
+    // As at start-up: a key closes the subsystems whose hosts were not said
+    // exactly, and forgetting it later opens none of them again.
+    for (auto &[nqn, s] : subsystems_)
+      if (!s->discovery) resolve_host_access(s->cfg, keyed_);
+  });
+  log().warn("host {}: DH-HMAC-CHAP keys set by the control socket", printable(hostnqn));
 }
 
-bool Registry::forget_host_auth(const std::string &hostnqn) {
-  std::lock_guard lk(config_mu_);
-  return host_auth_.erase(hostnqn) > 0;
+void Registry::forget_host_auth(const std::string &hostnqn) {
+  reconfigure([&] {
+    if (!host_auth_.erase(hostnqn)) throw std::invalid_argument("that host has no keys");
+    keyed_ = keyed_hosts(host_auth_, cfg_.tls_keys);
+  });
+  log().warn("host {}: DH-HMAC-CHAP keys removed by the control socket", printable(hostnqn));
 }
 
 PortState *Registry::port(uint16_t id) {
@@ -192,61 +243,19 @@ PortState *Registry::port(uint16_t id) {
   return nullptr;
 }
 
-std::shared_ptr<TargetController> Registry::create_controller(const std::shared_ptr<Subsystem> &s, PortState &p,
-                                                              const std::string &hostnqn, const std::array<uint8_t, 16> &hostid,
-                                                              uint32_t kato_ms) {
-  std::lock_guard lk(mu_);
-  // cntlid 1..0xffef, skipping ids still in use.
-  for (int tries = 0; tries < 0xffef; tries++) {
-    const uint16_t id = next_cntlid_;
-    next_cntlid_ = next_cntlid_ >= 0xffef ? 1 : static_cast<uint16_t>(next_cntlid_ + 1);
-    auto key = std::make_pair(static_cast<const Subsystem *>(s.get()), id);
-    auto it = controllers_.find(key);
-    if (it != controllers_.end() && !it->second.expired()) continue;
-    auto c = std::make_shared<TargetController>(id, s, p, hostnqn, hostid, kato_ms);
-    controllers_[key] = c;
-    // Removed while this host connected: the controller ends as the others did.
-    if (!s->discovery && find_subsystem(s->cfg.nqn) != s) c->dead = true;
-    return c;
-  }
-  return nullptr;
-}
-
-std::shared_ptr<TargetController> Registry::find_controller(Subsystem &s, uint16_t cntlid) {
-  std::lock_guard lk(mu_);
-  auto it = controllers_.find({&s, cntlid});
-  return it == controllers_.end() ? nullptr : it->second.lock();
-}
-
 void Registry::remove_controller(TargetController &c) {
-  std::lock_guard lk(mu_);
+  std::lock_guard lk(ctrl_mu_);
   controllers_.erase({&c.subsys, c.cntlid});
-}
-
-void Registry::notify(const std::function<bool(const TargetController &)> &which, uint32_t event) {
-  {
-    std::lock_guard lk(mu_);
-    for (auto &[key, weak] : controllers_) {
-      auto c = weak.lock();
-      if (!c || !which(*c)) continue;
-      std::lock_guard clk(c->mu);
-      c->aen_events.push_back(event);
-    }
-  }
-  wake();
 }
 
 void Registry::set_ana(uint16_t port_id, uint32_t grp, AnaState st) {
   PortState *p = port(port_id);
-  if (!p) throw std::invalid_argument(fmt::format("no port {}", port_id));
+  if (!p) throw std::invalid_argument("no such port");
   p->set_ana(grp, st);
   log().info("port {} ANA group {}: {}", port_id, grp, ana_state_name(st));
-  notify([p](const TargetController &c) { return &c.port == p && !c.subsys.discovery; }, kAenAnaChange);
-}
-
-void Registry::discovery_changed() {
-  discovery_genctr_++;
-  notify([](const TargetController &c) { return c.subsys.discovery; }, kAenDiscoveryChange);
+  for (const auto &c : live_controllers())
+    if (&c->port == p && !c->subsys.discovery) c->post_event(kAenAnaChange);
+  wake();
 }
 
 } // namespace mpnvme::target

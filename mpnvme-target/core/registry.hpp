@@ -1,168 +1,134 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// What the target serves, shared by all reactor threads: subsystems and
-// their namespaces, ports with run-time ANA state, and the live controllers.
-// Control-path state is under mutexes; the I/O path only reads immutable
-// namespace data and atomics (a port's ANA states are one atomic per
-// group, so the per-command ANA check takes no lock).
+// What all event loops and the control socket share: subsystems with the
+// hosts they admit, the hosts' DH-HMAC-CHAP keys, ports, and the live
+// controllers.
+//
+// Lock order (docs/design.md, "Locks"): the configuration lock, then the
+// controllers' lock, then one controller's lock; a reservation's, the
+// backoff table's and an event loop's inbox lock are leaves. Nothing is
+// called back, no reactor woken and no placement revoked while one is held:
+// a change collects what it leaves to do and does it after unlocking.
 #pragma once
 #include <array>
 #include <atomic>
-#include <chrono>
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
 #include "lib/auth/dhchap_controller.hpp"
 #include "lib/config/target_config.hpp"
+#include "lib/wire/nvme.hpp"
 #include "mpnvme-target/core/auth_backoff.hpp"
-#include "mpnvme-target/backend/backend.hpp"
-#include "mpnvme-target/core/reservations.hpp"
+#include "mpnvme-target/core/controller.hpp"
+#include "mpnvme-target/core/subsystem.hpp"
 
 namespace mpnvme::target {
 
-extern const char *const kDiscoveryNqn;
+class Registry;
 
-struct Namespace {
-  NamespaceConfig cfg;
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Reservations> reservations = std::make_unique<Reservations>();
-};
-
-// A subsystem's namespaces are fixed once it serves (the I/O path reads
-// them without a lock); which hosts it admits can change at run time.
-struct Subsystem {
-  SubsystemConfig cfg; // cfg.allow_any_host and cfg.allowed_hosts under access_mu
-  bool discovery = false;
-  std::map<uint32_t, Namespace> namespaces;
-  bool host_allowed(const std::string &hostnqn) const;
-  // Admit `hostnqn` (again: no change); the first host named closes a
-  // subsystem that was open to any host, unless that was said explicitly.
-  void allow_host(const std::string &hostnqn);
-  bool deny_host(const std::string &hostnqn); // false: it was not named
-  std::vector<std::string> allowed_hosts(bool &any) const;
-  mutable std::mutex access_mu;
-};
-
-class PortState {
+// The configuration as one reader sees it, under the shared configuration
+// lock for as long as the view lives. A Connect checks and makes its
+// controller through one view, so no change can come between the two.
+class ConfigView {
 public:
-  explicit PortState(PortConfig c);
-  const PortConfig cfg; // ANA states below are the run-time copy
-  // Lock-free: read on every I/O command. Groups outside 1..kMaxAnaGroups
-  // (refused by the configuration) read as optimized.
-  AnaState ana(uint32_t grp) const;
-  void set_ana(uint32_t grp, AnaState s);
-  uint64_t ana_change_count() const { return chgcnt_; }
-  // The groups configured or changed at run time, with their states.
-  std::map<uint32_t, AnaState> ana_groups() const;
-  bool serves(const std::string &nqn) const;
-  // Fault injection: a disabled port drops its connections and refuses new
-  // ones (the listener stays bound, so hosts see resets, not timeouts).
-  std::atomic<bool> disabled{false};
+  std::shared_ptr<Subsystem> subsystem(const std::string &nqn) const; // null: none
+  // Whether `s` admits `hostnqn` now (lib/config/host_access.hpp's rule).
+  bool admits(const Subsystem &s, const std::string &hostnqn) const;
+  // Whether `s` admits any host at all now.
+  bool open_to_any(const Subsystem &s) const;
+  // What `hostnqn` must prove (a copy); none when it needs no authentication.
+  std::optional<dhchap::ControllerAuthConfig> host_auth(const std::string &hostnqn) const;
+  // Every serving subsystem but discovery, in NQN order; and those the
+  // discovery log lists for `hostnqn` on `port`.
+  std::vector<std::shared_ptr<Subsystem>> subsystems() const;
+  std::vector<std::shared_ptr<Subsystem>> discoverable(const PortState &port, const std::string &hostnqn) const;
+  // A new controller of `s` for the host (nullptr: no controller id left).
+  std::shared_ptr<TargetController> create_controller(const std::shared_ptr<Subsystem> &s, PortState &p,
+                                                      const nvme::ConnectData &d, uint32_t kato_ms) const;
+  std::shared_ptr<TargetController> find_controller(const Subsystem &s, uint16_t cntlid) const;
 
 private:
-  std::array<std::atomic<AnaState>, kMaxAnaGroups + 1> ana_; // by group id
-  std::array<std::atomic<bool>, kMaxAnaGroups + 1> named_{}; // configured or set
-  std::atomic<uint64_t> chgcnt_{0};
-};
-
-// Counters of one port (path), summed over its connections.
-struct PortCounters {
-  std::atomic<uint64_t> connections{0}, commands{0}, rx_bytes{0}, tx_bytes{0}, errors{0};
-};
-
-// AER completion dword 0 for an ANA change notice (type Notice, info 0x03, log 0x0C).
-constexpr uint32_t kAenAnaChange = 0x2 | (0x03 << 8) | (0x0c << 16);
-// ... and for a discovery log change notice (type Notice, info 0xF0, log 0x70).
-constexpr uint32_t kAenDiscoveryChange = 0x2 | (0xf0 << 8) | (0x70 << 16);
-
-class TargetController {
-public:
-  TargetController(uint16_t cntlid, std::shared_ptr<Subsystem> s, PortState &p, std::string hostnqn,
-                   std::array<uint8_t, 16> hostid, uint32_t kato_ms);
-  const uint16_t cntlid;
-  // A subsystem removed at run time lives on until its last controller goes.
-  const std::shared_ptr<Subsystem> subsys_owner;
-  Subsystem &subsys;
-  PortState &port;
-  const std::string hostnqn;
-  const std::array<uint8_t, 16> hostid;
-
-  std::mutex mu; // cc, csts, features, queues, aer state
-  uint32_t cc = 0, csts = 0;
-  uint32_t kato_ms;
-  uint32_t aen_config = 0;
-  std::set<uint16_t> io_qids;
-  std::deque<uint16_t> aer_cids;   // outstanding Async Event Requests
-  std::deque<uint32_t> aen_events; // events waiting for an AER
-
-  std::atomic<bool> dead{false};
-  std::atomic<int64_t> last_activity_ns{0};
-  dhchap::DhKeyCache dh_keys; // one DH key per group for all its queues' authentications
-  void touch();
-  bool kato_expired(std::chrono::steady_clock::time_point now) const;
+  friend class Registry;
+  explicit ConfigView(Registry &r);
+  Registry &r_;
+  std::shared_lock<std::shared_mutex> lk_;
 };
 
 class Registry {
 public:
   explicit Registry(const TargetConfig &cfg);
+  // As started: the limits, ports and TLS keys, which never change. What
+  // changes at run time (subsystems, hosts, keys) is read through view().
   const TargetConfig &config() const { return cfg_; }
+  ConfigView view() { return ConfigView(*this); }
+  std::shared_ptr<Subsystem> find_subsystem(const std::string &nqn) { return view().subsystem(nqn); }
+  std::vector<std::shared_ptr<Subsystem>> subsystems() { return view().subsystems(); }
 
-  std::shared_ptr<Subsystem> find_subsystem(const std::string &nqn);
-  // Every subsystem serving now but discovery, in NQN order.
-  std::vector<std::shared_ptr<Subsystem>> subsystems();
-  // Run-time configuration (the control socket). add_subsystem takes a
-  // finalized configuration, opens its namespaces and throws
-  // std::invalid_argument naming what it refuses; remove_subsystem ends
-  // its controllers (their hosts see the connections close).
+  // Run-time configuration (the control socket), under the rules start-up
+  // applies. Each change ends the live controllers the rules no longer
+  // admit (their writes in flight are revoked before it returns) and
+  // notifies the discovery controllers whose log it changed. Each throws
+  // std::invalid_argument naming what it refuses.
   void add_subsystem(SubsystemConfig sc);
   void remove_subsystem(const std::string &nqn);
-  // What HOSTNQN must prove (a copy: keys change at run time); none when
-  // the host needs no authentication.
-  std::optional<dhchap::ControllerAuthConfig> host_auth(const std::string &hostnqn);
+  void allow_host(const std::string &subnqn, const std::string &hostnqn);
+  void deny_host(const std::string &subnqn, const std::string &hostnqn);
   void set_host_auth(const std::string &hostnqn, dhchap::ControllerAuthConfig a);
-  bool forget_host_auth(const std::string &hostnqn);
+  void forget_host_auth(const std::string &hostnqn);
+  // Change an ANA group's state on a port and queue an ANA change notice for
+  // every controller on that port.
+  void set_ana(uint16_t port_id, uint32_t grp, AnaState st);
+
   PortState *port(uint16_t id);
   std::vector<std::unique_ptr<PortState>> &ports() { return ports_; }
   PortCounters &counters(uint16_t port_id) { return counters_.at(port_id); }
-
-  std::shared_ptr<TargetController> create_controller(const std::shared_ptr<Subsystem> &s, PortState &p,
-                                                      const std::string &hostnqn, const std::array<uint8_t, 16> &hostid,
-                                                      uint32_t kato_ms);
-  std::shared_ptr<TargetController> find_controller(Subsystem &s, uint16_t cntlid);
   void remove_controller(TargetController &c);
-  // Change an ANA group's state on a port and queue an ANA change notice for
-  // every controller on that port; `wake` nudges the reactors to deliver.
-  void set_ana(uint16_t port_id, uint32_t grp, AnaState st);
   void set_waker(std::function<void()> w) { wake_ = std::move(w); }
   void wake() {
     if (wake_) wake_();
   }
-  // The discovery log's generation counter; discovery_changed() counts a
-  // change of what it lists (a subsystem added or removed, a host allowed
-  // or denied) and queues a change notice for every discovery controller.
+  // The discovery log's generation counter: it counts changes of what the
+  // log lists.
   uint64_t discovery_genctr() const { return discovery_genctr_; }
-  void discovery_changed();
-  // A failed authentication from `peer` (auth.cpp); accept asks backoff().
+  // A failed authentication from `peer`; accept asks backoff().
   void auth_failed(const std::string &peer) { backoff_.failed(AuthBackoff::address(peer), AuthBackoff::Clock::now()); }
   AuthBackoff &backoff() { return backoff_; }
 
 private:
-  // Queue `event` for every controller `which` picks, and wake the reactors.
-  void notify(const std::function<bool(const TargetController &)> &which, uint32_t event);
+  friend class ConfigView;
+  // What a change leaves to do once the locks are dropped.
+  struct Aftermath {
+    std::vector<std::shared_ptr<TargetController>> ended;
+    std::vector<std::shared_ptr<TargetController>> discovery_notices;
+    std::vector<std::shared_ptr<Subsystem>> revoked; // their namespaces' writes in flight
+  };
+  // Run `edit` under the configuration lock, then apply the rules to what
+  // lives and notify; `what` says in the log who changed what.
+  void reconfigure(const std::function<void()> &edit);
+  void end_unadmitted(Aftermath &after);                                    // locked: config, takes controllers
+  std::map<const TargetController *, std::vector<std::string>> discovery_lists(); // locked: config, takes controllers
+  std::vector<std::shared_ptr<TargetController>> live_controllers();         // takes controllers
+  std::vector<std::shared_ptr<Subsystem>> discoverable_locked(const PortState &port, const std::string &hostnqn) const;
+  bool admits_locked(const Subsystem &s, const std::string &hostnqn) const;
+  Subsystem &existing(const std::string &nqn); // locked: config; throws
+
   AuthBackoff backoff_;
-  TargetConfig cfg_;     // as started; subsystems and keys as they are now: below
-  std::mutex config_mu_; // subsystems_ and host_auth_
+  TargetConfig cfg_;
+  // 1. The configuration: subsystems_ (their host lists too), host_auth_, keyed_.
+  mutable std::shared_mutex config_mu_;
   std::map<std::string, std::shared_ptr<Subsystem>> subsystems_;
   HostAuth host_auth_;
+  std::set<std::string> keyed_; // hosts with a DH-HMAC-CHAP or TLS key
   std::vector<std::unique_ptr<PortState>> ports_;
   std::map<uint16_t, PortCounters> counters_;
-  std::mutex mu_;
+  // 2. The controllers.
+  mutable std::mutex ctrl_mu_;
   std::map<std::pair<const Subsystem *, uint16_t>, std::weak_ptr<TargetController>> controllers_;
   uint16_t next_cntlid_ = 1;
   std::function<void()> wake_;

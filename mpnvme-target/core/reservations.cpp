@@ -25,10 +25,17 @@ bool ignore_key(uint32_t cdw10) { return cdw10 & (1u << 3); } // IEKEY
 
 // Register's unregister and replace, Acquire and Release act for a
 // registered host whose CRKEY is its key (unless IEKEY): a conflict else.
-std::optional<Reservations::Outcome> Reservations::refuse_key(Keys::iterator it, uint32_t cdw10, uint64_t crkey) const {
+std::optional<Reservations::Outcome> Reservations::refuse_key(const ResvHost &h, uint32_t cdw10, uint64_t crkey) {
+  auto it = keys_.find(h.id);
   if (it == keys_.end()) return conflict("the host is not registered");
-  if (!ignore_key(cdw10) && it->second != crkey) return conflict("CRKEY is not the host's key");
+  if (it->second.nqn != h.nqn) return conflict("its host identifier is registered by another host NQN");
+  if (!ignore_key(cdw10) && it->second.key != crkey) return conflict("CRKEY is not the host's key");
   return std::nullopt;
+}
+
+bool Reservations::registered(const ResvHost &h) const {
+  auto it = keys_.find(h.id);
+  return it != keys_.end() && it->second.nqn == h.nqn;
 }
 
 bool Reservations::all_registrants() const {
@@ -36,9 +43,9 @@ bool Reservations::all_registrants() const {
   return t == kWriteExclusiveAll || t == kExclusiveAccessAll;
 }
 
-bool Reservations::holds(const HostId &h) const {
-  if (!rtype_.load(std::memory_order_relaxed)) return false;
-  return all_registrants() ? keys_.count(h) > 0 : holder_ == h;
+bool Reservations::holds(const ResvHost &h) const {
+  if (!rtype_.load(std::memory_order_relaxed) || !registered(h)) return false;
+  return all_registrants() || holder_ == h.id;
 }
 
 void Reservations::reserve(const std::optional<HostId> &holder, uint8_t rtype) {
@@ -59,33 +66,34 @@ void Reservations::unregister(const HostId &h) {
 
 int Reservations::unregister_key(uint64_t key, const HostId &keep) {
   std::vector<HostId> gone;
-  for (const auto &[h, k] : keys_)
-    if (k == key && h != keep) gone.push_back(h);
+  for (const auto &[h, r] : keys_)
+    if (r.key == key && h != keep) gone.push_back(h);
   for (const auto &h : gone)
     unregister(h);
   return static_cast<int>(gone.size());
 }
 
-Reservations::Outcome Reservations::reg(const HostId &h, uint32_t cdw10, uint64_t crkey, uint64_t nrkey) {
+Reservations::Outcome Reservations::reg(const ResvHost &h, uint32_t cdw10, uint64_t crkey, uint64_t nrkey) {
   const uint32_t rrega = cdw10 & 7, cptpl = cdw10 >> 30;
   if (cptpl >= 2) return invalid("CPTPL: reservations do not persist through a power loss here");
   std::lock_guard lk(mu_);
-  auto it = keys_.find(h);
+  auto it = keys_.find(h.id);
   switch (rrega) {
   case 0: // register
     if (it != keys_.end()) {
-      if (it->second == nrkey) return {}; // the same registration again
+      if (it->second.nqn != h.nqn) return conflict("its host identifier is registered by another host NQN");
+      if (it->second.key == nrkey) return {}; // the same registration again
       return conflict("the host is registered with another key");
     }
-    keys_[h] = nrkey;
+    keys_[h.id] = {nrkey, h.nqn};
     break;
   case 1: // unregister
   case 2: // replace
-    if (auto refused = refuse_key(it, cdw10, crkey)) return *refused;
+    if (auto refused = refuse_key(h, cdw10, crkey)) return *refused;
     if (rrega == 1)
-      unregister(h);
+      unregister(h.id);
     else
-      it->second = nrkey;
+      it->second.key = nrkey;
     break;
   default: return invalid(fmt::format("RREGA {} is reserved", rrega));
   }
@@ -93,17 +101,17 @@ Reservations::Outcome Reservations::reg(const HostId &h, uint32_t cdw10, uint64_
   return {};
 }
 
-Reservations::Outcome Reservations::acquire(const HostId &h, uint32_t cdw10, uint64_t crkey, uint64_t prkey) {
+Reservations::Outcome Reservations::acquire(const ResvHost &h, uint32_t cdw10, uint64_t crkey, uint64_t prkey) {
   const uint32_t racqa = cdw10 & 7;
   const uint8_t rtype = static_cast<uint8_t>(cdw10 >> 8);
   if (!valid_type(rtype)) return invalid(fmt::format("RTYPE {} is not a reservation type", rtype));
   if (racqa > 2) return invalid(fmt::format("RACQA {} is reserved", racqa));
   std::lock_guard lk(mu_);
-  if (auto refused = refuse_key(keys_.find(h), cdw10, crkey)) return *refused;
+  if (auto refused = refuse_key(h, cdw10, crkey)) return *refused;
   const uint8_t held = rtype_.load(std::memory_order_relaxed);
   if (racqa == 0) { // acquire
     if (!held) {
-      reserve(h, rtype);
+      reserve(h.id, rtype);
       return {};
     }
     if (holds(h) && held == rtype) return {};
@@ -112,32 +120,32 @@ Reservations::Outcome Reservations::acquire(const HostId &h, uint32_t cdw10, uin
   // Preempt (1), or preempt and abort (2): there is no command to abort
   // that has not completed, as every I/O command runs to its completion.
   if (!held) {
-    if (unregister_key(prkey, h) == 0) return conflict("no other registrant has PRKEY");
+    if (unregister_key(prkey, h.id) == 0) return conflict("no other registrant has PRKEY");
   } else if (all_registrants()) {
     if (prkey == 0) {
       for (auto other = keys_.begin(); other != keys_.end();)
-        other = other->first == h ? std::next(other) : keys_.erase(other);
-      reserve(h, rtype);
-    } else if (unregister_key(prkey, h) == 0) {
+        other = other->first == h.id ? std::next(other) : keys_.erase(other);
+      reserve(h.id, rtype);
+    } else if (unregister_key(prkey, h.id) == 0) {
       return conflict("no other registrant has PRKEY");
     }
-  } else if (prkey == keys_.at(*holder_)) {
-    unregister_key(prkey, h);
-    reserve(h, rtype);
+  } else if (prkey == keys_.at(*holder_).key) {
+    unregister_key(prkey, h.id);
+    reserve(h.id, rtype);
   } else {
     if (prkey == 0) return invalid("PRKEY 0 does not name a registrant");
-    if (unregister_key(prkey, h) == 0) return conflict("no other registrant has PRKEY");
+    if (unregister_key(prkey, h.id) == 0) return conflict("no other registrant has PRKEY");
   }
   gen_++;
   return {};
 }
 
-Reservations::Outcome Reservations::release(const HostId &h, uint32_t cdw10, uint64_t crkey) {
+Reservations::Outcome Reservations::release(const ResvHost &h, uint32_t cdw10, uint64_t crkey) {
   const uint32_t rrela = cdw10 & 7;
   const uint8_t rtype = static_cast<uint8_t>(cdw10 >> 8);
   if (rrela > 1) return invalid(fmt::format("RRELA {} is reserved", rrela));
   std::lock_guard lk(mu_);
-  if (auto refused = refuse_key(keys_.find(h), cdw10, crkey)) return *refused;
+  if (auto refused = refuse_key(h, cdw10, crkey)) return *refused;
   if (rrela == 1) { // clear: no reservation, no registrants
     keys_.clear();
     reserve(std::nullopt, 0);
@@ -160,22 +168,22 @@ std::vector<uint8_t> Reservations::report() const {
   out[4] = rtype_.load(std::memory_order_relaxed);
   wire::put16(out.data(), 5, static_cast<uint16_t>(keys_.size()));
   size_t off = kHeaderLen;
-  for (const auto &[h, key] : keys_) {
+  for (const auto &[h, r] : keys_) {
     // Controller ID FFFFh: registrations are the host's (dynamic controllers).
     wire::put16(out.data(), off, 0xffff);
-    out[off + 2] = holds(h) ? 1 : 0;
-    wire::put64(out.data(), off + 8, key);
+    out[off + 2] = holds({h, r.nqn}) ? 1 : 0;
+    wire::put64(out.data(), off + 8, r.key);
     std::copy(h.begin(), h.end(), out.begin() + static_cast<std::ptrdiff_t>(off + 16));
     off += kEntryLen;
   }
   return out;
 }
 
-bool Reservations::permits(const HostId &h, bool write) const {
+bool Reservations::permits(const ResvHost &h, bool write) const {
   if (!rtype_.load(std::memory_order_acquire)) return true;
   std::lock_guard lk(mu_);
   if (holds(h)) return true;
-  const bool registered = keys_.count(h) > 0;
+  const bool registered = this->registered(h);
   switch (rtype_.load(std::memory_order_relaxed)) {
   case kWriteExclusive: return !write;
   case kExclusiveAccess: return false;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// Connection: the transport half (PDU parsing, data movement, sending).
-// Command semantics live in commands.cpp.
+// Connection: PDUs in and out, and a command's data moved where the
+// controller core said it may go.
 #include "mpnvme-target/transport/connection.hpp"
 
 #include <algorithm>
@@ -13,14 +13,11 @@
 namespace mpnvme::target {
 Connection::Connection(Registry &reg, ConnIo &io, int fd, PortState &port, std::string peer)
     : reg_(reg), io_(io), fd_(fd), port_(port), peer_(std::move(peer)), port_counters_(reg.counters(port.cfg.id)),
-      inline_limit_(port.cfg.inline_data_size),
       // R2T, C2HData and response per command at most, plus ICResp/TermReq.
       tx_(static_cast<size_t>(reg.config().queue_entries) * 3 + 8),
       // Staging is compacted only when full: a target connection reads far
       // more than it holds, and moving bytes costs more than a short receive.
-      rx_(*this, pdu::Receiver::Controller, 1) {
-  label_ = fmt::format("port {} {}", port_.cfg.id, peer_);
-  setup_deadline_ = std::chrono::steady_clock::now() + kSetupDeadline;
+      rx_(*this, pdu::Receiver::Controller, 1), sq_(reg, port, *this, peer_) {
   const uint32_t entries = reg_.config().queue_entries;
   cmds_.resize(entries);
   free_.reserve(entries);
@@ -30,19 +27,9 @@ Connection::Connection(Registry &reg, ConnIo &io, int fd, PortState &port, std::
 }
 
 Connection::~Connection() {
+  if (sq_.connected() && sq_.sqid() != 0) io_.io_queue_connected(-1);
   for (Cmd &c : cmds_)
     std::free(c.buf);
-  if (ctrl_) {
-    if (qid_ == 0) { // the admin queue owns the controller association
-      ctrl_->dead = true;
-      reg_.remove_controller(*ctrl_);
-      log().info("{}: controller {} of {} (host {}) removed", label_, ctrl_->cntlid, ctrl_->subsys.cfg.nqn, ctrl_->hostnqn);
-    } else {
-      std::lock_guard lk(ctrl_->mu);
-      ctrl_->io_qids.erase(qid_);
-      io_.io_queue_connected(-1);
-    }
-  }
   port_counters_.connections--;
 }
 
@@ -56,7 +43,7 @@ void Connection::close(const std::string &why) {
 size_t Connection::rx_iov(iovec iov[2]) { return rx_.rx_iov(iov); }
 
 void Connection::on_received(size_t n) {
-  if (closing_) return;
+  if (closing_) return rx_.on_receive_failed();
   stats_.rx_bytes += n;
   port_counters_.rx_bytes += n;
   rx_.on_received(n);
@@ -81,7 +68,7 @@ void Connection::on_sent(size_t n) {
 }
 
 bool Connection::ensure_buf(Cmd &c, uint32_t len) {
-  if (c.buf_cap >= len) return true;
+  if (c.buf_cap >= len && c.buf) return true;
   std::free(c.buf);
   c.buf = nullptr;
   c.buf_cap = 0;
@@ -93,10 +80,20 @@ bool Connection::ensure_buf(Cmd &c, uint32_t len) {
   return true;
 }
 
+uint8_t *Connection::buffer(Request &r, uint32_t len) {
+  Cmd &c = cmds_[r.tag];
+  return ensure_buf(c, len) ? c.buf : nullptr;
+}
+
+void Connection::submit_file(Request &r, FileOp op, int fd, uint8_t *buf, uint64_t len, uint64_t off) {
+  file_ops_++;
+  io_.submit_file(*this, r.tag, op, fd, buf, len, off);
+}
+
 void Connection::on_protocol_error(const uint8_t *termreq, size_t len, pdu::Fes fes, const std::string &why) {
   stats_.errors++;
   port_counters_.errors++;
-  log().warn("{}: {}; sending C2HTermReq ({})", label_, why, pdu::fes_name(static_cast<uint16_t>(fes)));
+  log().warn("{}: {}; sending C2HTermReq ({})", sq_.label(), why, pdu::fes_name(static_cast<uint16_t>(fes)));
   // Queued PDUs may be half way out already: the TermReq goes after them.
   if (SendRing::Pdu *t = tx_alloc(-1)) {
     std::memcpy(t->hdr, termreq, len);
@@ -107,8 +104,14 @@ void Connection::on_protocol_error(const uint8_t *termreq, size_t len, pdu::Fes 
 }
 
 void Connection::on_termreq(const pdu::TermReq &t) {
-  log().warn("{}: host terminated the connection: {} (fes {:#x} fei {:#x})", label_, pdu::fes_name(t.fes), t.fes, t.fei);
+  log().warn("{}: host terminated the connection: {} (fes {:#x} fei {:#x})", sq_.label(), pdu::fes_name(t.fes), t.fes, t.fei);
+  sq_.peer_left();
   close("H2CTermReq from the host");
+}
+
+void Connection::on_peer_closed() {
+  sq_.peer_left();
+  close("closed by the host");
 }
 
 // The first PDU must be an ICReq.
@@ -123,9 +126,11 @@ size_t Connection::on_setup(const uint8_t *h, size_t staged) {
   return pdu::kIcLen;
 }
 
+// A capsule's data is bounded before it is read: Connect's 1 KiB before
+// Connect, the queue's in-capsule limit after.
 uint32_t Connection::max_data(const pdu::Common &c) const {
   if (c.type == static_cast<uint8_t>(pdu::Type::H2CData)) return reg_.config().maxh2cdata;
-  return qid_ == 0 || qid_ == 0xffff ? nvme::kAdminInlineBytes : inline_limit_;
+  return sq_.max_incapsule();
 }
 
 bool Connection::handle_icreq(const uint8_t *h) {
@@ -144,7 +149,7 @@ bool Connection::handle_icreq(const uint8_t *h) {
   pdu::encode_icresp(t->hdr, resp);
   t->hdr_len = pdu::kIcLen;
   io_.want_send(*this);
-  log().debug("{}: ICReq hpda {} digests {}/{} maxr2t {}", label_, req.hpda, req.digests.header, req.digests.data, req.maxr2t);
+  log().debug("{}: ICReq hpda {} digests {}/{} maxr2t {}", sq_.label(), req.hpda, req.digests.header, req.digests.data, req.maxr2t);
   return true;
 }
 
@@ -159,63 +164,67 @@ void Connection::on_header(const uint8_t *h, const pdu::Common &c) {
 }
 
 void Connection::on_data_end(bool digest_ok) {
+  if (discarding_) { // a refused command's data, read and dropped
+    discarding_ = false;
+    return;
+  }
   if (digest_ok) return data_complete();
   // The command fails with Transient Transport Error and its data is never
   // used; the connection itself stays up (NVMe/TCP 1.0, 3.6.3).
   stats_.errors++;
   port_counters_.errors++;
-  log().warn("{} qid {}: data digest mismatch for cid {:#x}: command failed", label_, qid_, cmds_[rx_.slot()].cid);
+  Cmd &cmd = cmds_[rx_.slot()];
+  log().warn("{}: data digest mismatch for cid {:#x}: command failed", sq_.label(), cmd.req.cid);
   if (cur_last_)
-    complete(rx_.slot(), nvme::kStatusTransientTransport);
+    sq_.fail(cmd.req, nvme::kStatusTransientTransport);
   else
     digest_failed_ = true;
 }
 
+// A capsule: the core admits the command before any of its data is read,
+// and says where the data goes; refused, its in-capsule data is dropped.
 void Connection::handle_capsule(const uint8_t *h, const pdu::Common &c) {
   if (free_.empty()) {
     rx_.protocol_error(pdu::Fes::PduSequenceError, "more commands in flight than the queue holds", h, c.hlen, 0);
     return;
   }
+  const uint32_t incapsule = c.pdo ? c.plen - c.pdo - pdu::ddgst_len(rx_.digests().data) : 0;
+  nvme::Sqe sqe;
+  std::memcpy(sqe.b.data(), h + pdu::kCommonLen, pdu::kSqeLen);
+  // In-capsule data whose SGL does not describe exactly it, at offset 0,
+  // makes the framing ambiguous: no command of this connection can be
+  // trusted after it.
+  if (incapsule && (sqe.sgl_type() != nvme::kSglDataBlockOffset || sqe.sgl_len() != incapsule || sqe.sgl_addr() != 0))
+    return rx_.protocol_error(pdu::Fes::InvalidHeaderField, "in-capsule data does not match the command's SGL", h, c.hlen, 8 + 24);
   const uint16_t slot = free_.back();
   free_.pop_back();
   Cmd &cmd = cmds_[slot];
-  std::memcpy(cmd.sqe.b.data(), h + pdu::kCommonLen, pdu::kSqeLen);
-  cmd.cid = cmd.sqe.cid();
+  cmd.req.start(sqe.b.data());
+  cmd.req.tag = slot;
   cmd.state = Cmd::State::Exec;
-  cmd.received = cmd.data_len = cmd.out_len = 0;
-  cmd.out = nullptr;
-  cmd.in = nullptr;
-  cmd.status = 0;
-  cmd.dw0 = cmd.dw1 = 0;
+  cmd.received = 0;
   cmd.in_ring = 0;
-  cmd.aer = false;
   stats_.commands++;
   port_counters_.commands++;
-  if (sqsize_) sqhd_ = static_cast<uint16_t>((sqhd_ + 1) % sqsize_);
-
-  const uint32_t incapsule = c.pdo ? c.plen - c.pdo - pdu::ddgst_len(rx_.digests().data) : 0;
-  if (incapsule) {
-    // Data inside the capsule: the SGL must describe exactly it, at offset 0.
-    if (cmd.sqe.sgl_type() != nvme::kSglDataBlockOffset || cmd.sqe.sgl_len() != incapsule || cmd.sqe.sgl_addr() != 0) {
-      rx_.protocol_error(pdu::Fes::InvalidHeaderField, "in-capsule data does not match the command's SGL", h, c.hlen, 8 + 24);
-      return;
+  switch (sq_.init(cmd.req, incapsule)) {
+  case Intake::Refused:
+    if (incapsule) {
+      discarding_ = true;
+      rx_.begin_discard(slot, incapsule);
     }
-    if (!ensure_buf(cmd, incapsule)) {
-      rx_.protocol_error(pdu::Fes::UnsupportedParameter, "out of memory for command data", h, c.hlen, 0);
-      return;
-    }
-    cmd.data_len = incapsule;
-    cmd.in = cmd.buf;
+    return;
+  case Intake::Execute: return sq_.execute(cmd.req);
+  case Intake::Receive:
+    if (!incapsule) return send_r2t(slot);
     cur_last_ = true;
-    rx_.begin_data(slot, cmd.in, incapsule);
+    rx_.begin_data(slot, cmd.req.in, incapsule);
     return;
   }
-  dispatch(slot);
 }
 
 void Connection::handle_h2c_data(const uint8_t *h, const pdu::Common &c) {
   const pdu::DataHdr d = pdu::decode_data_hdr(h);
-  if (d.ttag >= cmds_.size() || cmds_[d.ttag].state != Cmd::State::WaitData || cmds_[d.ttag].cid != d.cccid) {
+  if (d.ttag >= cmds_.size() || cmds_[d.ttag].state != Cmd::State::WaitData || cmds_[d.ttag].req.cid != d.cccid) {
     rx_.protocol_error(pdu::Fes::InvalidHeaderField, "H2CData for no outstanding R2T (ttag/cccid)", h, c.hlen, 10);
     return;
   }
@@ -223,13 +232,13 @@ void Connection::handle_h2c_data(const uint8_t *h, const pdu::Common &c) {
   const uint32_t datal = c.plen - c.pdo - pdu::ddgst_len(rx_.digests().data);
   if (d.datal != datal) return rx_.protocol_error(pdu::Fes::InvalidHeaderField, "datal does not match plen", h, c.hlen, 16);
   if (d.datao != cmd.received) return rx_.protocol_error(pdu::Fes::DataOutOfRange, "H2CData out of order", h, c.hlen, 12);
-  if (d.datal > cmd.data_len - cmd.received)
+  if (d.datal > cmd.req.in_len - cmd.received)
     return rx_.protocol_error(pdu::Fes::DataOutOfRange, "H2CData beyond the R2T", h, c.hlen, 16);
-  const bool last = d.datao + d.datal == cmd.data_len;
+  const bool last = d.datao + d.datal == cmd.req.in_len;
   if (last != bool(c.flags & pdu::kFlagLast))
     return rx_.protocol_error(pdu::Fes::InvalidHeaderField, "LAST_PDU flag does not match the end of the transfer", h, c.hlen, 1);
   cur_last_ = last;
-  rx_.begin_data(d.ttag, cmd.in + d.datao, d.datal);
+  rx_.begin_data(d.ttag, cmd.req.in + d.datao, d.datal, guard(cmd));
 }
 
 void Connection::data_complete() {
@@ -239,14 +248,10 @@ void Connection::data_complete() {
   if (!cur_last_) return;
   if (digest_failed_) { // an earlier H2CData of this transfer was corrupt
     digest_failed_ = false;
-    return complete(slot, nvme::kStatusTransientTransport);
+    return sq_.fail(cmd.req, nvme::kStatusTransientTransport);
   }
-  if (cmd.state == Cmd::State::WaitData) {
-    cmd.state = Cmd::State::Exec;
-    execute(slot);
-  } else {
-    dispatch(slot);
-  }
+  cmd.state = Cmd::State::Exec;
+  sq_.execute(cmd.req);
 }
 
 void Connection::send_r2t(uint16_t slot) {
@@ -255,31 +260,33 @@ void Connection::send_r2t(uint16_t slot) {
   SendRing::Pdu *t = tx_alloc(slot);
   const bool hd = rx_.digests().header;
   pdu::encode_r2t(t->hdr, hd ? pdu::kFlagHdgst : 0, static_cast<uint32_t>(pdu::kR2THlen + pdu::hdgst_len(hd)),
-                  {cmd.cid, slot, 0, cmd.data_len});
+                  {cmd.req.cid, slot, 0, cmd.req.in_len});
   seal_header(*t, pdu::kR2THlen, hd);
   io_.want_send(*this);
 }
 
 // Queue the C2HData (if any) and the response of a finished command.
-void Connection::finish(uint16_t slot) {
+void Connection::complete(Request &r) {
+  const uint16_t slot = r.tag;
   Cmd &cmd = cmds_[slot];
+  if (r.status) stats_.errors++;
   const pdu::Digests dg = rx_.digests();
-  const bool with_data = cmd.status == 0 && cmd.out_len > 0;
-  const bool success_flag = with_data && sqflow_disabled_;
+  const bool with_data = r.status == 0 && r.out_len > 0;
+  const bool success_flag = with_data && sq_.sqflow_disabled();
   if (with_data)
     encode_data_pdu(*tx_alloc(slot), pdu::Type::C2HData, pdu::kFlagLast | (success_flag ? pdu::kFlagSuccess : 0),
-                    {cmd.cid, 0, 0, cmd.out_len}, cmd.out, dg, hpda_);
+                    {r.cid, 0, 0, r.out_len}, r.out, dg, hpda_);
   if (!success_flag) {
     SendRing::Pdu *t = tx_alloc(slot);
     pdu::encode_common(t->hdr, pdu::Type::CapsuleResp, dg.header ? pdu::kFlagHdgst : 0, pdu::kRespHlen, 0,
                        static_cast<uint32_t>(pdu::kRespHlen + pdu::hdgst_len(dg.header)));
     nvme::Cqe cqe;
-    cqe.dw0 = cmd.dw0;
-    cqe.dw1 = cmd.dw1;
-    cqe.sqhd = sqflow_disabled_ ? 0xffff : sqhd_;
-    cqe.sqid = qid_ == 0xffff ? 0 : qid_;
-    cqe.cid = cmd.cid;
-    cqe.status = cmd.status;
+    cqe.dw0 = r.dw0;
+    cqe.dw1 = r.dw1;
+    cqe.sqhd = sq_.sqhd();
+    cqe.sqid = sq_.sqid();
+    cqe.cid = r.cid;
+    cqe.status = r.status;
     nvme::encode_cqe(t->hdr + pdu::kCommonLen, cqe);
     seal_header(*t, pdu::kRespHlen, dg.header);
   }
@@ -287,37 +294,34 @@ void Connection::finish(uint16_t slot) {
   io_.want_send(*this);
 }
 
+// A slot is free again once its PDUs have gone. An admin queue gives back
+// a large buffer: it may hold one per entry otherwise (a discovery log of
+// MDTS each), where an I/O queue keeps its for the next command.
 void Connection::release(uint16_t slot) {
-  cmds_[slot].state = Cmd::State::Free;
+  Cmd &c = cmds_[slot];
+  c.state = Cmd::State::Free;
+  if (c.buf_cap > kAdminBufferKept && sq_.sqid() == 0) {
+    std::free(c.buf);
+    c.buf = nullptr;
+    c.buf_cap = 0;
+  }
   free_.push_back(slot);
+}
+
+void Connection::on_file_done(uint16_t slot, int res) {
+  file_ops_--;
+  Cmd &c = cmds_[slot];
+  if (closing_) {
+    c.state = Cmd::State::Sending;
+    if (!c.in_ring) release(slot);
+    return;
+  }
+  sq_.on_file_done(c.req, res);
 }
 
 bool Connection::tick(std::chrono::steady_clock::time_point now) {
   if (closing_) return false;
-  if (port_.disabled) {
-    close("port disabled");
-    return false;
-  }
-  if (!ctrl_ && now > setup_deadline_) {
-    log().warn("{}: no Connect within {} s of the connection: closed", label_, kSetupDeadline.count());
-    close("set-up not finished in time");
-    return false;
-  }
-  auth_expire(now);
-  if (closing_) return false;
-  if (ctrl_) {
-    if (qid_ == 0 && !ctrl_->dead && ctrl_->kato_expired(now)) {
-      log().warn("{}: keep alive timeout ({} ms) for host {}: controller {} torn down", label_, ctrl_->kato_ms, ctrl_->hostnqn,
-                 ctrl_->cntlid);
-      ctrl_->dead = true;
-    }
-    if (ctrl_->dead) {
-      close("controller torn down");
-      return false;
-    }
-    deliver_aens();
-  }
-  return true;
+  return sq_.tick(now);
 }
 
 } // namespace mpnvme::target

@@ -23,8 +23,8 @@ namespace {
 constexpr unsigned kRingEntries = 1024;
 } // namespace
 
-Reactor::Reactor(Registry &reg, unsigned id, std::atomic<bool> &stop)
-    : reg_(reg), id_(id), poll_(reg.config().poll), stop_(stop) {
+Reactor::Reactor(Registry &reg, ConnectionBudget &budget, unsigned id, std::atomic<bool> &stop)
+    : reg_(reg), budget_(budget), id_(id), poll_(reg.config().poll), stop_(stop) {
   // Task work (readiness reports, file completions) waits for the loop to
   // ask for it instead of interrupting the thread: the report's wake-up
   // then costs the sender's softirq no IPI while it holds the socket lock
@@ -134,6 +134,7 @@ void Reactor::start(int fd, PortState &port, std::string peer) {
   }
   conns_.emplace_back();
   Conn &c = conns_.back();
+  c.addr = AuthBackoff::address(peer);
   c.c = std::make_unique<Connection>(reg_, *this, fd, port, std::move(peer));
   c.c->io_context = &c;
   c.readable_op.conn = c.writable_op.conn = &c;
@@ -181,10 +182,12 @@ bool Reactor::receive(Conn &c) {
       room += iov[i].iov_len;
     const ssize_t n = c.stream->recv(iov, cnt);
     if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) {
+      const int err = errno;
+      c.c->on_receive_failed();
+      if (err == EAGAIN || err == EINTR) {
         c.readable = false;
       } else {
-        c.c->close(errno == EPROTO ? c.stream->failure() : fmt::format("receive: {}", strerror(errno)));
+        c.c->close(err == EPROTO ? c.stream->failure() : fmt::format("receive: {}", strerror(err)));
       }
       return got;
     }
@@ -370,6 +373,7 @@ void Reactor::tick() {
   const auto now = std::chrono::steady_clock::now();
   for (Conn &c : conns_)
     c.c->tick(now);
+  resume_listeners(now);
 }
 
 void Reactor::shut(Conn &c) {
@@ -404,6 +408,7 @@ void Reactor::reap() {
       const int fd = c.c->fd();
       c.c.reset();
       ::close(fd);
+      budget_.give_back(c.addr);
       it = conns_.erase(it);
       assigned_--;
     } else {

@@ -23,15 +23,16 @@
 
 #include "lib/net/byte_stream.hpp"
 #include "lib/tls/tls_stream.hpp"
-#include "mpnvme-target/transport/connection.hpp"
-#include "mpnvme-target/transport/idle_spin.hpp"
 #include "mpnvme-target/core/registry.hpp"
+#include "mpnvme-target/transport/connection.hpp"
+#include "mpnvme-target/transport/connection_budget.hpp"
+#include "mpnvme-target/transport/idle_spin.hpp"
 
 namespace mpnvme::target {
 
 class Reactor : public ConnIo {
 public:
-  Reactor(Registry &reg, unsigned id, std::atomic<bool> &stop);
+  Reactor(Registry &reg, ConnectionBudget &budget, unsigned id, std::atomic<bool> &stop);
   ~Reactor() override;
   // Before run(): accept on this listener (one reactor does the accepting).
   void add_listener(int fd, PortState &port, std::vector<std::unique_ptr<Reactor>> *all);
@@ -81,6 +82,7 @@ private:
     bool write_armed = false; // a POLLOUT after a send that would block
     bool plain_tcp = false;   // not MPTCP, no TLS: a lone hot one is spun on with recvmsg (serve_sockets)
     bool shut() const { return life != Life::Open; }
+    std::string addr; // the peer's address: what the connection budget counts
     std::chrono::steady_clock::time_point close_deadline{};
     std::chrono::steady_clock::time_point last_data{}; // when a receive last got bytes: hot ones are polled every turn
   };
@@ -89,6 +91,11 @@ private:
     PortState *port;
     Op op{Op::Accept};
     bool armed = false;
+    // Out of descriptors (EMFILE and the like): accept waits a while instead
+    // of failing again at once, and says so once per interval.
+    std::chrono::steady_clock::time_point resume_at{};
+    std::chrono::steady_clock::time_point next_log{};
+    unsigned failed_since_log = 0;
     sockaddr_storage addr{};
     socklen_t addrlen = sizeof(sockaddr_storage);
   };
@@ -124,7 +131,11 @@ private:
   // A connection from an address still waiting after a failed
   // authentication (AuthBackoff): refused, logged once per wait.
   bool waits_after_failed_authentication(const std::string &peer, uint16_t port);
+  bool within_budget(const std::string &addr, uint16_t port);
+  void accept_failed(Listener &l, int err);
+  void resume_listeners(std::chrono::steady_clock::time_point now);
   Registry &reg_;
+  ConnectionBudget &budget_;
   unsigned id_;
   bool poll_; // --poll: the same loop, never sleeping
   std::atomic<bool> &stop_;

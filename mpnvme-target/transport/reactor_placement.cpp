@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Where an accepted connection goes: refused while its address backs off
-// after a failed authentication, else to the event loop with the fewest
-// I/O queues (handed over through its inbox when that is another loop).
+// after a failed authentication or over the connection budget, else to the
+// event loop with the fewest I/O queues (handed over through its inbox
+// when that is another loop). An accept that fails for want of
+// descriptors or memory pauses its listener a while.
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
@@ -35,12 +37,21 @@ bool Reactor::waits_after_failed_authentication(const std::string &peer, uint16_
   return true;
 }
 
+bool Reactor::within_budget(const std::string &addr, uint16_t port) {
+  std::string line;
+  if (budget_.take(addr, std::chrono::steady_clock::now(), line)) return true;
+  if (!line.empty()) log().warn("port {}: refusing connections: {}", port, line);
+  return false;
+}
+
 void Reactor::on_accept(Op &op, int res) {
   Listener &l = listeners_[op.listener];
   l.armed = false;
   if (res >= 0 && (l.port->disabled || stop_)) {
     ::close(res);
   } else if (res >= 0 && waits_after_failed_authentication(peer_name(l.addr), l.port->cfg.id)) {
+    ::close(res);
+  } else if (res >= 0 && !within_budget(AuthBackoff::address(peer_name(l.addr)), l.port->cfg.id)) {
     ::close(res);
   } else if (res >= 0) {
     const std::string peer = peer_name(l.addr);
@@ -50,9 +61,33 @@ void Reactor::on_accept(Op &op, int res) {
     else
       to.adopt(res, *l.port, peer);
   } else if (res != -ECANCELED && !stop_) {
-    log().warn("port {}: accept: {}", l.port->cfg.id, strerror(-res));
+    return accept_failed(l, -res);
   }
   if (!stop_) arm_accept(op.listener);
+}
+
+// Out of descriptors or memory, a new accept fails at once again: the
+// listener rests for kAcceptPause (the tick takes it up again) and the
+// failures are logged once per interval, not once each.
+void Reactor::accept_failed(Listener &l, int err) {
+  constexpr std::chrono::milliseconds kAcceptPause{100};
+  const auto now = std::chrono::steady_clock::now();
+  l.failed_since_log++;
+  if (now >= l.next_log) {
+    log().warn("port {}: accept: {}{}; accepting again in {} ms", l.port->cfg.id, strerror(err),
+               l.failed_since_log > 1 ? fmt::format(" ({} times since the last report)", l.failed_since_log) : "",
+               kAcceptPause.count());
+    l.failed_since_log = 0;
+    l.next_log = now + ConnectionBudget::kLogInterval;
+  }
+  const bool resources = err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+  l.resume_at = resources ? now + kAcceptPause : now;
+  if (!resources) arm_accept(l.op.listener);
+}
+
+void Reactor::resume_listeners(std::chrono::steady_clock::time_point now) {
+  for (size_t i = 0; i < listeners_.size(); i++)
+    if (!listeners_[i].armed && !stop_ && now >= listeners_[i].resume_at) arm_accept(i);
 }
 
 // The loop with the fewest I/O queues, then the fewest connections. A

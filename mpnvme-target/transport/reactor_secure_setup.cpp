@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 
 #include "lib/base/log.hpp"
+#include "lib/base/printable.hpp"
 #include "lib/tls/ktls_stream.hpp"
 #include "mpnvme-target/transport/reactor.hpp"
 
@@ -82,7 +83,7 @@ void Reactor::handshake_done(Conn &c) {
   c.stream = std::move(records.stream);
   c.setup = Setup::Serving;
   log().info("port {}: connection from {}: TLS 1.3 {} ({}), identity '{}'", c.c->port().cfg.id, c.c->peer(), c.stream->cipher(),
-             records.in_kernel ? "records in the kernel" : "records in user space", identity);
+             records.in_kernel ? "records in the kernel" : "records in user space", printable(identity));
 }
 
 } // namespace mpnvme::target

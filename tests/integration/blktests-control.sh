@@ -56,7 +56,7 @@ run_fio unkeyed "${IO[@]}" >/dev/null && pass "a setup without keys leaves none 
 
 # Refusals: the target's reason, never the key; settings by line.
 rc=0; out=$(bt setup --subsysnqn "$subsys" --subsys-uuid "$uuid" --hostnqn "$host" --hostkey "$k" 2>&1) || rc=$?
-((rc == 1)) && grep -q "the target refused 'subsystem add $subsys .*': error: subsystem $subsys exists" <<<"$out" &&
+((rc == 1)) && grep -q "the target refused 'subsystem add $subsys .*': error: subsystem add: a subsystem of that NQN exists" <<<"$out" &&
   pass "a refusal by the target gives its reason, status 1" || fail "second setup: status $rc"
 grep -qF -- "${k:10:24}" <<<"$out" && fail "a refusal shows the key"
 rc=0; out=$(bt setup --subsysnqn x --hostnqn "$host" --hostkey "DHHC-1:00:not*base64:" 2>&1) || rc=$?
@@ -64,7 +64,7 @@ rc=0; out=$(bt setup --subsysnqn x --hostnqn "$host" --hostkey "DHHC-1:00:not*ba
   pass "a bad key is refused naming the field, not the key" || fail "bad key: status $rc"
 rc=0; bt setup --subsysnqn "$subsys" --bogus 2>/dev/null || rc=$?
 ((rc == 2)) && pass "an unknown option is a usage error (2)" || fail "unknown option: status $rc"
-bt cleanup --subsysnqn x >/dev/null 2>&1 # the half-made subsystem of the bad key
+bt cleanup --subsysnqn x >/dev/null 2>&1 && fail "a setup whose key was refused left its subsystem behind"
 echo "colour=blue" >>"$work/settings"
 rc=0; out=$(bt config --show-trtype 2>&1) || rc=$?
 ((rc == 1)) && grep -q "settings:7: unknown setting 'colour'" <<<"$out" && pass "an unknown setting is refused by line" ||

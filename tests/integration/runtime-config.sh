@@ -69,12 +69,19 @@ refused() { # WANT COMMAND...: refused, with WANT in the reply
   elif grep -qF -- "$1" <<<"$reply"; then pass "refused: $1"
   else fail "refusal of '${*:2}' does not say '$1': $reply"; fi
 }
-refused "subsystem $new exists" subsystem add "$new" ram:1m
-refused "uuid 'not-a-uuid' is not a UUID" subsystem add nqn.2026-12.io.mpnvme:x ram:1m,uuid=not-a-uuid
-refused "no subsystem nqn.2026-12.io.mpnvme:none" host allow nqn.2026-12.io.mpnvme:none "$host"
+refused "a subsystem of that NQN exists" subsystem add "$new" ram:1m
+refused "uuid '<argument 4>' is not a UUID" subsystem add nqn.2026-12.io.mpnvme:x ram:1m,uuid=not-a-uuid
+refused "host allow: no such subsystem" host allow nqn.2026-12.io.mpnvme:none "$host"
 refused "dhchap_key: the key is not base64" host key "$host" "dhchap_key=DHHC-1:00:not*base64:"
-refused "'dhchap_secret' is not one of" host key "$host" dhchap_secret=x
+refused "argument 4 is not one of dhchap_key=" host key "$host" dhchap_secret=x
 refused "dhchap_key= is required" host key "$host" "dhchap_ctrl_key=@$keys/ctrl"
+# A key given where its attribute's name belongs is refused by its place,
+# and no reply repeats a word it was given (4bcf7ad echoed the key).
+refused "argument 4 is not one of dhchap_key=" host key "$host" "$k"
+reply=$(ctl host key "$host" "$k" 2>&1)
+grep -qF -- "${k:10:24}" <<<"$reply" && fail "a refusal echoed the key it was given: $reply" ||
+  pass "a key in the wrong place is not echoed"
+refused "file and block namespaces need --control-ns-dir at start" subsystem add nqn.2026-12.io.mpnvme:f file:/etc/shadow
 
 # 5. Removed under I/O: its controllers end, the target lives on.
 connects() { grep -c "host $host connected to $new" "$work/target.log"; }
@@ -86,12 +93,19 @@ fio_pid=$!
 job_connected() { (($(connects) >= before + 2)); }
 until_within 20 "the job's controller on the subsystem about to be removed" job_connected
 ctl subsystem remove "$new" >/dev/null || fail "subsystem remove refused"
-grep -q "subsystem $new removed by the control socket; [1-9][0-9]* controller(s) ended" "$work/target.log" &&
-  pass "removed: its controllers ended" || fail "removal: $(grep "control socket" "$work/target.log" | tail -1)"
+grep -q "controller [0-9]* of $new (host $host) ended by the control socket: its subsystem was removed" "$work/target.log" &&
+  pass "removed: its controllers ended" || fail "removal: $(grep "control socket" "$work/target.log" | tail -2)"
 if ! until_within 30 "fio to end after the removal" bash -c "! kill -0 $fio_pid 2>/dev/null"; then kill -9 "$fio_pid"; fi
 wait "$fio_pid" && fail "fio ran on after its subsystem was removed" || pass "the host's I/O failed once its subsystem was gone"
 ctl subsystems | grep -q "^$new " && fail "subsystems still lists the removed one" || pass "subsystems no longer lists it"
-run_fio first "${IO[@]}" --subnqn="$NQN" --hostnqn="$other" >/dev/null && pass "the target serves on" ||
+# A key set at run time closed the first subsystem (open to any host at
+# start) to the hosts without one, as a key given at start does, and
+# forgetting the key opened nothing again.
+if run_fio first-other "${IO[@]}" --subnqn="$NQN" --hostnqn="$other" >/dev/null; then
+  fail "a host without a key got into a subsystem that a run-time key closed"
+elif grep -q "host $other is not allowed on $NQN" "$work/target.log"; then pass "a key set at run time closed the open subsystem"
+else fail "after the run-time key: $(tail -2 "$work/first-other.log")"; fi
+run_fio first "${IO[@]}" --subnqn="$NQN" --hostnqn="$host" >/dev/null && pass "the target serves on" ||
   fail "the first subsystem after the removal: $(tail -3 "$work/first.log")"
 
 for secret in "$k" "$kc"; do

@@ -7,9 +7,14 @@ only itself and the folders it stands on:
   lib/base < lib/crypto, lib/wire, lib/net < lib/auth, lib/tls < lib/config
   < the two roles (engine/, mpnvme-target/), toolkit/ and bench/
 
+and inside the target, in layers of its own:
+
+  backend < core < transport, control < the program (mpnvme-target/*.cpp)
+
 so nothing in lib/ reaches up into a role, the roles do not reach into each
-other, and a layer of lib/ never sideways (wire does not know sockets, auth
-does not know TLS). tests/ may include anything. Prints every offender;
+other, a layer of lib/ never sideways (wire does not know sockets, auth
+does not know TLS), and the target's controller core knows no PDU or
+socket. tests/ may include anything. Prints every offender;
 exit 1 if any."""
 import pathlib
 import re
@@ -26,7 +31,11 @@ ALLOWED = {
     "lib/tls": {"lib/base", "lib/crypto", "lib/net"},
     "lib/config": set(LIB[:-1]),
     "engine": set(LIB),
-    "mpnvme-target": set(LIB),
+    "mpnvme-target/backend": set(LIB),
+    "mpnvme-target/core": set(LIB) | {"mpnvme-target/backend"},
+    "mpnvme-target/transport": set(LIB) | {"mpnvme-target/backend", "mpnvme-target/core"},
+    "mpnvme-target/control": set(LIB) | {"mpnvme-target/backend", "mpnvme-target/core"},
+    "mpnvme-target": set(LIB) | {f"mpnvme-target/{p}" for p in ("backend", "core", "transport", "control")},
     "toolkit": set(LIB),
     "bench": set(LIB),
 }

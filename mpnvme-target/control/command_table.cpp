@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Dispatch over the command table, `help` from it, and the rule that no
+// reply repeats a word it was given: whatever a handler's message says,
+// the reply names each given word by its place instead (a key pasted in
+// the wrong place cannot come back in an error, a log of replies cannot
+// leak one).
+#include <algorithm>
+#include <fmt/format.h>
+#include <sstream>
+#include <stdexcept>
+
+#include "lib/base/log.hpp"
+#include "mpnvme-target/control/command_table.hpp"
+
+namespace mpnvme::target {
+
+namespace {
+
+std::vector<const ControlCommand *> all_commands() {
+  std::vector<const ControlCommand *> out;
+  for (const auto *set : {&runtime_commands(), &config_commands()})
+    for (const ControlCommand &c : *set)
+      out.push_back(&c);
+  return out;
+}
+
+std::string help() {
+  std::string out = "ok\n";
+  for (const ControlCommand *c : all_commands())
+    out += fmt::format("{}{}{}\n    {}\n", c->verb, *c->usage ? " " : "", c->usage, c->help);
+  out += "help\n    this list\n";
+  return out;
+}
+
+// Every given word (and the value of a NAME=VALUE word) of 3 bytes or more
+// replaced by its place in `reply`; shorter ones (a port number, a group)
+// are no secret and too common to take out. One pass, longest match first
+// at each position: a placeholder is never searched again.
+std::string redact(const std::string &reply, const std::vector<std::string> &words, size_t first) {
+  std::vector<std::pair<std::string, std::string>> values; // text, placeholder
+  for (size_t i = first; i < words.size(); i++) {
+    const std::string &w = words[i];
+    const size_t eq = w.find('=');
+    const std::string place = fmt::format("<argument {}>", i + 1);
+    for (const std::string &v : {w, eq == std::string::npos ? std::string() : w.substr(eq + 1)})
+      if (v.size() >= 3) values.emplace_back(v, place);
+  }
+  std::sort(values.begin(), values.end(), [](const auto &a, const auto &b) { return a.first.size() > b.first.size(); });
+  std::string out;
+  for (size_t at = 0; at < reply.size();) {
+    const auto hit = std::find_if(values.begin(), values.end(), [&](const auto &v) { return reply.compare(at, v.first.size(), v.first) == 0; });
+    if (hit == values.end()) {
+      out += reply[at++];
+    } else {
+      out += hit->second;
+      at += hit->first.size();
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+std::string usage_error(const ControlCommand &c) { return fmt::format("error: usage: {} {}\n", c.verb, c.usage); }
+
+std::string control_command(Registry &reg, const ControlLimits &limits, const std::string &line) {
+  std::istringstream in(line);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;)
+    words.push_back(w);
+  if (words.empty() || words[0] == "help") return help();
+  const ControlCommand *match = nullptr;
+  size_t verb_words = 0;
+  for (const ControlCommand *c : all_commands()) {
+    const std::string verb = c->verb;
+    const size_t sp = verb.find(' ');
+    const size_t n = sp == std::string::npos ? 1 : 2;
+    if (words[0] != verb.substr(0, sp)) continue;
+    if (n == 2 && (words.size() < 2 || words[1] != verb.substr(sp + 1))) continue;
+    match = c;
+    verb_words = n;
+    break;
+  }
+  if (!match) {
+    for (const ControlCommand *c : all_commands())
+      if (std::string(c->verb).rfind(words[0] + " ", 0) == 0) // a known first word with another second
+        return fmt::format("error: {}: argument 2 is not one of its commands (try help)\n", words[0]);
+    return "error: argument 1 is not a command (try help)\n";
+  }
+  Args args(words, verb_words);
+  std::string reply;
+  try {
+    reply = match->run(reg, limits, args);
+  } catch (const std::exception &e) { // refusals name the option or field, never a secret
+    reply = fmt::format("error: {}: {}\n", match->verb, e.what());
+  }
+  return redact(std::move(reply), words, verb_words);
+}
+
+} // namespace mpnvme::target

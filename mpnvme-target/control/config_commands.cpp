@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// The control socket's configuration commands: subsystems with their
+// namespaces, the hosts each admits and the hosts' DH-HMAC-CHAP keys, at
+// run time, as nvmet's configfs changes them under a running kernel target
+// (blktests drives a remote target through them: toolkit/blktests). They
+// go through the rules start-up applies (lib/config/host_access.hpp,
+// finalize_subsystem), and each change takes effect on what is connected
+// (Registry). A key is never logged, and no reply repeats a given word.
+#include <climits>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <map>
+#include <stdexcept>
+
+#include "lib/base/log.hpp"
+#include "lib/config/host_access.hpp"
+#include "mpnvme-target/control/command_table.hpp"
+
+namespace mpnvme::target {
+
+namespace {
+
+// A file or block device path must lie in a directory named at start: the
+// socket admits hosts to data, and its client should not pick which.
+void check_namespace_path(const NamespaceConfig &n, const ControlLimits &limits, size_t place) {
+  if (n.backing != Backing::File) return;
+  if (limits.namespace_dirs.empty())
+    throw std::invalid_argument(fmt::format("argument {}: file and block namespaces need --control-ns-dir at start", place));
+  char real[PATH_MAX];
+  if (!realpath(n.path.c_str(), real))
+    throw std::invalid_argument(fmt::format("argument {}: the path does not resolve", place));
+  const std::string path = real;
+  for (const std::string &dir : limits.namespace_dirs) {
+    char d[PATH_MAX];
+    if (!realpath(dir.c_str(), d)) continue;
+    const std::string base = std::string(d) == "/" ? "/" : std::string(d) + "/";
+    if (path.rfind(base, 0) == 0) return;
+  }
+  throw std::invalid_argument(fmt::format("argument {}: the path is outside every --control-ns-dir", place));
+}
+
+// subsystem add NQN [any-host] [host=HOSTNQN]... [serial=S] [model=M] [NAMESPACE...]
+std::string subsystem_add(Registry &reg, const ControlLimits &limits, Args &a) {
+  SubsystemConfig sc;
+  sc.nqn = a.next();
+  if (sc.nqn.empty()) throw std::invalid_argument("argument 3: the subsystem's NQN is missing");
+  uint32_t next_nsid = 1;
+  while (a.more()) {
+    const std::string w = a.next();
+    if (w == "any-host") {
+      sc.allow_any_host = sc.allow_any_host_explicit = true;
+    } else if (w.rfind("host=", 0) == 0) {
+      name_host(sc, w.substr(5)); // created closed: no moment open to any host
+    } else if (w.rfind("serial=", 0) == 0) {
+      sc.serial = w.substr(7);
+    } else if (w.rfind("model=", 0) == 0) {
+      sc.model = w.substr(6);
+    } else {
+      sc.namespaces.push_back(parse_namespace_spec(w, next_nsid, fmt::format("argument {} (a namespace)", a.place())));
+      check_namespace_path(sc.namespaces.back(), limits, a.place());
+      next_nsid = sc.namespaces.back().nsid + 1;
+    }
+  }
+  if (sc.allow_any_host_explicit && !sc.allowed_hosts.empty())
+    throw std::invalid_argument("any-host and host= exclude each other");
+  reg.add_subsystem(std::move(sc));
+  return "ok\n";
+}
+
+std::string subsystem_remove(Registry &reg, const ControlLimits &, Args &a) {
+  const std::string nqn = a.next();
+  if (nqn.empty()) throw std::invalid_argument("argument 3: the subsystem's NQN is missing");
+  reg.remove_subsystem(nqn);
+  return "ok\n";
+}
+
+// "subsystems": one line each: NQN, namespaces, who may connect.
+std::string subsystems(Registry &reg, const ControlLimits &, Args &) {
+  std::string out = "ok\n";
+  ConfigView view = reg.view();
+  for (const auto &s : view.subsystems()) {
+    std::string ns;
+    for (const auto &[id, n] : s->namespaces)
+      ns += fmt::format("{}{}={}", ns.empty() ? "" : ",", id, n.cfg.spec());
+    const SubsystemConfig &c = s->cfg;
+    const bool any = view.open_to_any(*s);
+    out += fmt::format("{} namespaces {} hosts {}\n", c.nqn, ns.empty() ? "none" : ns,
+                       any                     ? "any"
+                       : c.allowed_hosts.empty() ? "none"
+                                                 : fmt::format("{}", fmt::join(c.allowed_hosts, ",")));
+  }
+  return out;
+}
+
+std::string host_allow(Registry &reg, const ControlLimits &, Args &a) {
+  const std::string sub = a.next(), host = a.next();
+  if (host.empty()) throw std::invalid_argument("usage: host allow SUBNQN HOSTNQN");
+  reg.allow_host(sub, host);
+  return "ok\n";
+}
+
+std::string host_deny(Registry &reg, const ControlLimits &, Args &a) {
+  const std::string sub = a.next(), host = a.next();
+  if (host.empty()) throw std::invalid_argument("usage: host deny SUBNQN HOSTNQN");
+  reg.deny_host(sub, host);
+  return "ok\n";
+}
+
+// host key HOSTNQN dhchap_key=SECRET|@FILE [dhchap_ctrl_key=...]
+// [dhchap_hash=...] [dhchap_dhgroup=...]: nvmet's attribute names, read by
+// the one parser the JSON configuration's hosts go through.
+std::string host_key(Registry &reg, const ControlLimits &, Args &a) {
+  const std::string host = a.next();
+  if (host.empty()) throw std::invalid_argument("argument 3: the host's NQN is missing");
+  std::map<std::string, std::string> attrs;
+  while (a.more()) {
+    const std::string w = a.next();
+    const size_t eq = w.find('=');
+    if (eq == std::string::npos || !is_host_attribute(w.substr(0, eq)))
+      throw std::invalid_argument(fmt::format("argument {} is not one of {}=VALUE", a.place(), fmt::join(kHostAttributes, "=, ")));
+    attrs[w.substr(0, eq)] = w.substr(eq + 1);
+  }
+  if (!attrs.count("dhchap_key")) throw std::invalid_argument("dhchap_key= is required");
+  auto wants = host_auth_from_attributes(attrs, "host key");
+  reg.set_host_auth(host, std::move(*wants));
+  return "ok\n";
+}
+
+std::string host_forget(Registry &reg, const ControlLimits &, Args &a) {
+  const std::string host = a.next();
+  if (host.empty()) throw std::invalid_argument("argument 3: the host's NQN is missing");
+  reg.forget_host_auth(host);
+  return "ok\n";
+}
+
+} // namespace
+
+const std::vector<ControlCommand> &config_commands() {
+  static const std::vector<ControlCommand> table = {
+      {"subsystem add", "NQN [any-host | host=HOSTNQN...] [serial=S] [model=M] [NAMESPACE...]",
+       "serve a subsystem, closed to all but the named hosts (and, once any host has a key, the keyed ones) from its "
+       "first moment; NAMESPACE as --ns takes it, files and block devices only under --control-ns-dir",
+       subsystem_add},
+      {"subsystem remove", "NQN", "stop serving a subsystem: its controllers end, their writes in flight are revoked",
+       subsystem_remove},
+      {"subsystems", "", "each subsystem with its namespaces and the hosts it admits", subsystems},
+      {"host allow", "SUBNQN HOSTNQN", "admit a host to a subsystem (the first named closes it to the others)", host_allow},
+      {"host deny", "SUBNQN HOSTNQN", "take a host off a subsystem's list: its controllers there end", host_deny},
+      {"host key", "HOSTNQN dhchap_key=SECRET|@FILE [dhchap_ctrl_key=SECRET|@FILE] [dhchap_hash=H] [dhchap_dhgroup=G]",
+       "the host must authenticate from now on; its controllers made without a key end", host_key},
+      {"host forget", "HOSTNQN", "the host needs no authentication any more", host_forget},
+  };
+  return table;
+}
+
+} // namespace mpnvme::target
