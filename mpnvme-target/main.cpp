@@ -334,15 +334,17 @@ static int serve(const Cli &o, const std::vector<MovedSecret> &moved) {
       reactors.push_back(std::make_unique<Reactor>(*reg, budget, i, stop));
     for (size_t i = 0; i < listeners.size(); i++)
       reactors[0]->add_listener(listeners[i].get(), *reg->ports()[i], &reactors);
+    // Before any thread that may call it (ThreadSanitizer caught the
+    // control thread reading it while it was set).
+    reg->set_waker([&] {
+      for (auto &r : reactors)
+        r->wake();
+    });
     if (!o.control.empty()) control = std::make_unique<ControlServer>(*reg, ControlLimits{o.control_ns_dirs}, o.control);
   } catch (const std::exception &e) {
     log().error("{}", e.what());
     return 1;
   }
-  reg->set_waker([&] {
-    for (auto &r : reactors)
-      r->wake();
-  });
   std::vector<std::thread> threads;
   for (auto &r : reactors)
     threads.emplace_back([&r] { r->run(); });
