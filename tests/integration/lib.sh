@@ -6,7 +6,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 : "${MPNVME_BUILD:?MPNVME_BUILD must point at the build directory}"
 LAB="$root/toolkit/lab/mpnvme-lab"
 ENGINE="$MPNVME_BUILD/engine/fio-mpnvme.so"
-TARGET="$MPNVME_BUILD/mpnvme-target/mpnvme-target"
+# MPNVME_TARGET: another build of the target (the ThreadSanitizer one).
+TARGET=${MPNVME_TARGET:-$MPNVME_BUILD/mpnvme-target/mpnvme-target}
 NQN=nqn.2026-11.io.mpnvme:integration
 lab=it$$
 work=$(mktemp -d /tmp/mpnvme-it.XXXXXX)
@@ -19,8 +20,8 @@ cleanup() {
   [[ -n $watchers ]] && kill $watchers 2>/dev/null
   [[ -n ${target_pid:-} ]] && kill "$target_pid" 2>/dev/null && wait "$target_pid" 2>/dev/null
   "$LAB" -n "$lab" down >/dev/null 2>&1
-  if grep -qsE 'ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:' "$work"/*.log; then
-    echo "FAIL: sanitizer report:"; grep -hE -A20 'Sanitizer|runtime error' "$work"/*.log | head -60
+  if grep -qsE 'ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:|WARNING: ThreadSanitizer' "$work"/*.log; then
+    echo "FAIL: sanitizer report:"; grep -hE -A30 'Sanitizer|runtime error' "$work"/*.log | head -80
     failures=$((failures + 1))
   fi
   rm -rf "$work"

@@ -3,7 +3,8 @@
 # A Debian root for lab guests whose jobs the busybox initramfs cannot run
 # (debian-root.guest.sh): blktests wants GNU bash, coreutils and gawk,
 # util-linux, kmod with the kernel's whole module tree and its config,
-# udevadm, nvme-cli with JSON output, fio, jq and xfsprogs.
+# udevadm, nvme-cli with JSON output, fio, jq and xfsprogs; python3 for the
+# test hosts that play what no kernel host would (tests/pylib).
 # Debian 12's packages of those and their dependencies, unpacked (no
 # maintainer scripts run: the few links and files they would make are made
 # here), with the lab kernel's modules and config, as an ext4 image the
@@ -20,7 +21,7 @@ die() { echo "debian-root: $*" >&2; exit 1; }
 (($# == 1)) && [[ -d $1/root/lib/modules ]] || die "usage: debian-root.sh KERNEL_DIR (lab.sh prepare prints it)"
 kd=$1
 packages=(base-files base-passwd bash dash coreutils util-linux mount gawk sed grep findutils diffutils kmod udev
-  nvme-cli fio jq xfsprogs procps psmisc ncurses-bin libc-bin gzip bsdextrautils)
+  nvme-cli fio jq xfsprogs procps psmisc ncurses-bin libc-bin gzip bsdextrautils python3)
 version=$(ls "$kd/root/lib/modules")
 stamp=$(echo "${packages[*]} $version $(md5sum <"$0")" | md5sum | cut -c1-12)
 image="$cache/$version-$stamp.ext4"

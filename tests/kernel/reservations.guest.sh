@@ -7,7 +7,10 @@
 # is a "RESV TARGET ..." line, so the machine compares the two targets
 # line by line: blktests' nvme/054 sequence as host A (the Reservation
 # Report lines 054 compares), then who may read and write under Write
-# Exclusive and Exclusive Access, a preemption and a clear.
+# Exclusive and Exclusive Access, a preemption and a clear. Then what
+# nvmet does where mpnvme-target chose (admission.py from /opt/lab, a host
+# apart from the kernel's): a host ID presented by a second host NQN, and
+# which discovery controllers hear of a subsystem linked to a port.
 set -uo pipefail
 nqn=nqn.2026-12.io.mpnvme:reservations
 id_a=6f1b2c3d-0000-4000-8000-00000000000a id_b=6f1b2c3d-0000-4000-8000-00000000000b
@@ -90,3 +93,20 @@ mkdir "$cfs/subsystems/$nqn" && echo 1 >"$cfs/subsystems/$nqn/attr_allow_any_hos
   ln -s "$cfs/subsystems/$nqn" "$cfs/ports/1/subsystems/$nqn" || { echo "RESV nvmet setup failed"; exit 1; }
 sequence nvmet 127.0.0.1 4420
 sequence mpnvme-target 10.0.2.2 "$LAB_port"
+
+# nvmet, a host ID under a second NQN: A registers and holds Write
+# Exclusive, B presents A's host ID.
+check=nqn.2026-12.io.mpnvme:check
+truncate -s 16M /tmp/check.img
+mkdir "$cfs/subsystems/$check" && echo 1 >"$cfs/subsystems/$check/attr_allow_any_host" &&
+  mkdir "$cfs/subsystems/$check/namespaces/1" && echo -n /tmp/check.img >"$cfs/subsystems/$check/namespaces/1/device_path" &&
+  echo 1 >"$cfs/subsystems/$check/namespaces/1/resv_enable" && echo 1 >"$cfs/subsystems/$check/namespaces/1/enable" &&
+  ln -s "$cfs/subsystems/$check" "$cfs/ports/1/subsystems/$check" || echo "RESV nvmet check setup failed"
+python3 /opt/lab/admission.py hostid-observe 127.0.0.1 "$check" 2>&1 | sed 's/^/RESV nvmet-check /'
+# nvmet's discovery notices: a subsystem for host H1 only, linked to the
+# port while discovery controllers of H1 and H2 wait for a change.
+h1=nqn.2026-12.io.mpnvme:disc-h1 h2=nqn.2026-12.io.mpnvme:disc-h2 only=nqn.2026-12.io.mpnvme:for-h1
+mkdir "$cfs/hosts/$h1" "$cfs/subsystems/$only" && echo 0 >"$cfs/subsystems/$only/attr_allow_any_host" &&
+  ln -s "$cfs/hosts/$h1" "$cfs/subsystems/$only/allowed_hosts/$h1" || echo "RESV nvmet discovery setup failed"
+python3 /opt/lab/admission.py discovery 127.0.0.1 "sh:ln -s $cfs/subsystems/$only $cfs/ports/1/subsystems/$only" "$h1" "$h2" 2>&1 |
+  sed 's/^/RESV nvmet-check /'
