@@ -18,6 +18,7 @@
 #include "lib/base/log.hpp"
 #include "mpnvme-target/control/control.hpp"
 #include "mpnvme-target/inline_secrets.hpp"
+#include "mpnvme-target/transport/descriptor_room.hpp"
 #include "mpnvme-target/transport/reactor.hpp"
 
 using namespace mpnvme;
@@ -243,8 +244,7 @@ static void add_target_options(CLI::App &app, Cli &o) {
   app.add_option("--control-ns-dir", o.control_ns_dirs,
                  "DIR whose files and block devices the control socket's subsystem add may serve (repeatable; default "
                  "none: RAM and null namespaces only)");
-  app.add_option("--max-connections", o.max_connections,
-                 "connections held at once, from all hosts; more are closed at accept")
+  app.add_option("--max-connections", o.max_connections, "connections held at once, from all hosts; more are closed at accept")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--max-connections-per-address", o.max_connections_per_address,
@@ -287,7 +287,23 @@ static void wait_for_stop(const sigset_t &sigs, Registry &reg) {
 
 // Configure, listen, run the event loops until SIGINT/SIGTERM (SIGUSR1
 // prints the port counters).
+// Once everything of the start is open: the connections the descriptor
+// limit leaves room for, beside the reserve (descriptor_room.hpp).
+static void fit_connections_to_descriptors(ConnectionBudget &budget, unsigned asked) {
+  const DescriptorRoom room = descriptor_room_for_connections();
+  if (room.connections == 0)
+    throw std::runtime_error(fmt::format("the descriptor limit (ulimit -n {}) leaves no room for connections: {} are open "
+                                         "and {} are kept for control clients and files; raise it",
+                                         room.limit, room.open, kDescriptorReserve));
+  if (room.connections >= asked) return;
+  budget.lower_total(room.connections);
+  log().warn("--max-connections {}: the descriptor limit (ulimit -n {}) leaves room for {} connections beside {} open and "
+             "{} kept for control clients and files; holding at most {}",
+             asked, room.limit, room.connections, room.open, kDescriptorReserve, room.connections);
+}
+
 static int serve(const Cli &o, const std::vector<MovedSecret> &moved) {
+  raise_descriptor_limit();
   set_log_level(o.log_level);
   warn_inline_secrets(moved);
   if (o.maxh2cdata % 4) {
@@ -341,6 +357,7 @@ static int serve(const Cli &o, const std::vector<MovedSecret> &moved) {
         r->wake();
     });
     if (!o.control.empty()) control = std::make_unique<ControlServer>(*reg, ControlLimits{o.control_ns_dirs}, o.control);
+    fit_connections_to_descriptors(budget, o.max_connections);
   } catch (const std::exception &e) {
     log().error("{}", e.what());
     return 1;

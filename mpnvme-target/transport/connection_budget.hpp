@@ -25,13 +25,19 @@ public:
   // to log when this refusal opens an interval (empty otherwise).
   bool take(const std::string &addr, Clock::time_point now, std::string &log_line);
   void give_back(const std::string &addr);
+  // At start, when the descriptor limit leaves room for fewer.
+  void lower_total(unsigned total) {
+    std::lock_guard lk(mu_);
+    total_ = total;
+  }
   unsigned held() const {
     std::lock_guard lk(mu_);
     return held_;
   }
 
 private:
-  const unsigned total_, per_address_;
+  unsigned total_;
+  const unsigned per_address_;
   mutable std::mutex mu_;
   unsigned held_ = 0;
   std::unordered_map<std::string, unsigned> by_addr_;

@@ -27,8 +27,11 @@ closed. Run by admission.sh, which starts the target each case expects.
                                    while another is connected
   keyed-add CONTROL KEYED STRANGER a subsystem added on a target with keys
   limits SRC1 SRC2 PER TOTAL       connections from one and two addresses
+  descriptors CONTROL FILE LOG     file namespaces take the last
+                                   descriptors, then peers connect
 Every check prints "ok: ..." or "FAIL: ..."; exit status 1 on a failure."""
 import os
+import socket
 import struct
 import subprocess
 import sys
@@ -36,7 +39,7 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
-from nvmehost import (AUTH_REQUIRED, CONNECT_INVALID_HOST, DISCOVERY_NQN, RESERVATION_CONFLICT, R2T, Closed, Queue, code, control,  # noqa: E402
+from nvmehost import (AUTH_REQUIRED, CONNECT_INVALID_HOST, DISCOVERY_NQN, RESERVATION_CONFLICT, R2T, Closed, Queue, code, control, lba_bytes,  # noqa: E402
                       dhchap_key, dhchap_secret, keys, read_sqe, resv, sqe, write_sqe)
 from nvmetcp import h2c  # noqa: E402
 
@@ -336,7 +339,7 @@ def hostid_observe(addr, subnqn):
     a.command(resv(0x0D, 0), keys(0, 0x7A), True)
     a.command(resv(0x11, 1 << 8), keys(0x7A, 0), True)
     b_adm, b, _ = io_host(addr, subnqn, b"nqn.2026-12.io.mpnvme:id-b", hid(7))
-    w = b.command(write_sqe(0, 8), b"\x07" * 4096, True)[0]
+    w = b.command(write_sqe(0, 1), b"\x07" * lba_bytes(b_adm), True)[0]
     rel = b.command(resv(0x15, 1 << 8), keys(0x7A), True)[0]
     unreg = b.command(resv(0x0D, 1), keys(0x7A, 0), True)[0]
     print(f"HOSTID second-nqn write={code(w):#x} release={code(rel):#x} unregister={code(unreg):#x}", flush=True)
@@ -355,6 +358,42 @@ def discovery_kato(addr):
     q.close()
 
 
+def descriptors(addr, ctl, path, log):
+    """File namespaces added until the target is out of descriptors, then
+    peers connect: the refusal names the cause, accept rests and says so
+    once, and everything resumes once the files are gone."""
+    c = socket.socket(socket.AF_UNIX)
+    c.settimeout(30)
+    c.connect(ctl)
+    replies = c.makefile("r")
+
+    def say(line):
+        c.sendall(line.encode() + b"\n")
+        return replies.readline().strip()
+    added, reply = 0, ""
+    while added < 1000:
+        reply = say(f"subsystem add nqn.2026-12.io.mpnvme:fill-{added} file:{path}")
+        if not reply.startswith("ok"):
+            break
+        added += 1
+    check("a file namespace past the descriptor limit is refused with the reason", "Too many open files" in reply,
+          f"after {added}: {reply}")
+    held = []
+    for _ in range(20):
+        try:
+            held.append(socket.create_connection((addr, 4420), timeout=2))
+        except OSError:
+            pass
+    time.sleep(3)
+    lines = sum("accept: Too many open files" in line for line in open(log, errors="replace"))
+    check("accept out of descriptors rests and says so once per interval", 1 <= lines <= 2, f"{lines} log line(s) in 3 s")
+    removed = sum(say(f"subsystem remove nqn.2026-12.io.mpnvme:fill-{i}").startswith("ok") for i in range(added))
+    check("the file subsystems are removed", removed == added, f"{removed} of {added}")
+    c.close()
+    for s in held:
+        s.close()
+
+
 def main():
     case, addr = sys.argv[1], sys.argv[2]
     rest = sys.argv[3:]
@@ -366,6 +405,8 @@ def main():
         keyed_add(addr, *rest)
     elif case == "limits":
         limits(addr, *rest)
+    elif case == "descriptors":
+        descriptors(addr, *rest)
     else:
         subnqn = rest[0].encode()
         fn = {"unauth-io-write": unauth_io_write, "before-connect": before_connect, "deny": deny, "key": key,

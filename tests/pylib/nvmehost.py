@@ -179,6 +179,15 @@ class Queue:
         self.s.close()
 
 
+def lba_bytes(admin, nsid=1):
+    """The namespace's LBA size from Identify Namespace: nvmet serves a
+    file with its filesystem's block (often 4096), mpnvme-target 512."""
+    st, _, ns = admin.command(sqe(0x06, 0, nsid=nsid, cdw10=0), length=4096)
+    if st:
+        raise RuntimeError(f"Identify Namespace {nsid}: status {st:#x}")
+    return 1 << ns[128 + 4 * (ns[26] & 0x0F) + 2]
+
+
 def rw(opcode, slba, nlb, nsid=1):
     return sqe(opcode, 0, nsid=nsid, cdw10=slba & 0xFFFFFFFF, cdw11=slba >> 32, cdw12=nlb - 1)
 
