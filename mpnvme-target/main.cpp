@@ -244,7 +244,9 @@ static void add_target_options(CLI::App &app, Cli &o) {
   app.add_option("--control-ns-dir", o.control_ns_dirs,
                  "DIR whose files and block devices the control socket's subsystem add may serve (repeatable; default "
                  "none: RAM and null namespaces only)");
-  app.add_option("--max-connections", o.max_connections, "connections held at once, from all hosts; more are closed at accept")
+  app.add_option("--max-connections", o.max_connections,
+                 "connections held at once, from all hosts; more are closed at accept (lowered to what the descriptor "
+                 "limit leaves beside 64 kept for control clients and files)")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--max-connections-per-address", o.max_connections_per_address,
