@@ -57,7 +57,10 @@ forgive() {
 # start_target ARGS...: mpnvme-target in the target namespace, ready when it
 # says so.
 start_target() {
-  "$LAB" -n "$lab" exec target "$TARGET" "$@" >"$work/target.log" 2>&1 &
+  # Emptied here, not by the background job's redirection: the wait below
+  # could otherwise read the last target's "ready" before it is gone.
+  : >"$work/target.log"
+  "$LAB" -n "$lab" exec target "$TARGET" "$@" >>"$work/target.log" 2>&1 &
   target_pid=$!
   for _ in $(seq 100); do
     grep -q 'mpnvme-target: ready' "$work/target.log" && return 0
