@@ -2,7 +2,10 @@
 // The control socket's server: one thread, poll(2) over the listener and
 // every client, so a client that is slow to finish its line holds up no
 // other. Each client gets its replies in order; one that stays silent for
-// kClientIdle, or sends a line longer than kMaxLine, is dropped.
+// kClientIdle, or sends a line longer than kMaxLine, is dropped. A client
+// that does not read its replies is not read either once kMaxPending of
+// them wait (its commands stop, not the target's memory), and is dropped
+// when kClientIdle passes without it taking any.
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -24,6 +27,7 @@ namespace mpnvme::target {
 namespace {
 constexpr size_t kMaxClients = 32;
 constexpr size_t kMaxLine = 64 * 1024;
+constexpr size_t kMaxPending = 1024 * 1024;
 constexpr std::chrono::seconds kClientIdle{10};
 
 struct Client {
@@ -65,7 +69,8 @@ void ControlServer::serve() {
   for (;;) {
     fds.assign({{stop_pipe_[0], POLLIN, 0}, {fd_, static_cast<short>(clients.size() < kMaxClients ? POLLIN : 0), 0}});
     for (const Client &c : clients)
-      fds.push_back({c.fd, static_cast<short>((c.eof ? 0 : POLLIN) | (c.out.empty() ? 0 : POLLOUT)), 0});
+      fds.push_back(
+          {c.fd, static_cast<short>((c.eof || c.out.size() >= kMaxPending ? 0 : POLLIN) | (c.out.empty() ? 0 : POLLOUT)), 0});
     if (::poll(fds.data(), fds.size(), 1000) < 0 && errno != EINTR) break;
     if (fds[0].revents) break;
     const auto now = std::chrono::steady_clock::now();
@@ -82,20 +87,23 @@ void ControlServer::serve() {
         } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
           c.eof = true;
         }
-        for (size_t nl; (nl = c.in.find('\n')) != std::string::npos;) {
-          c.out += control_command(reg_, limits_, c.in.substr(0, nl));
-          c.in.erase(0, nl + 1);
-        }
-        if (c.in.size() > kMaxLine) {
+        if (c.in.size() > kMaxLine && c.in.find('\n') == std::string::npos) {
           c.out += "error: a line longer than 64 KiB\n";
           c.in.clear();
           c.eof = true;
         }
       }
+      for (size_t nl; c.out.size() < kMaxPending && (nl = c.in.find('\n')) != std::string::npos;) {
+        c.out += control_command(reg_, limits_, c.in.substr(0, nl));
+        c.in.erase(0, nl + 1);
+      }
       if (!c.out.empty()) {
         const ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
-        if (n > 0) c.out.erase(0, static_cast<size_t>(n));
-        else if (n < 0 && errno != EAGAIN && errno != EINTR) drop = true;
+        if (n > 0) {
+          c.out.erase(0, static_cast<size_t>(n));
+          c.deadline = now + kClientIdle;
+        } else if (n < 0 && errno != EAGAIN && errno != EINTR)
+          drop = true;
       }
       drop |= (c.eof && c.out.empty()) || (fds[i].revents & (POLLERR | POLLHUP) && c.out.empty()) || now > c.deadline;
       if (drop) {

@@ -59,6 +59,9 @@ public:
   // An I/O queue was connected (+1) or went away (-1) on this connection:
   // the event loops balance I/O queues, which carry the load.
   virtual void io_queue_connected(int delta) = 0;
+  // The transport checks received data afterwards (a data digest): it may
+  // still refuse bytes it has received, so none may be received in place.
+  virtual bool checks_data_after_receipt() const = 0;
 
 protected:
   ~QueueTransport() = default;

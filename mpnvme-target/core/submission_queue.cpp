@@ -83,12 +83,15 @@ Intake SubmissionQueue::grant_data(Request &r, uint32_t incapsule) {
     // Data the host sends after an R2T. nvmet-tcp takes any descriptor but
     // the in-capsule one as a transport data block; so do we.
     if (r.sqe.sgl_type() == kSglDataBlockOffset)
-      return refuse_intake(r, kStatusSglTypeInvalid, fmt::format("in-capsule SGL for {} bytes sent without data in the capsule", len));
-    if (!ctrl_) return refuse_intake(r, kStatusSglLengthInvalid, "Connect without its data in the capsule (no R2T before Connect)");
+      return refuse_intake(r, kStatusSglTypeInvalid,
+                           fmt::format("in-capsule SGL for {} bytes sent without data in the capsule", len));
+    if (!ctrl_)
+      return refuse_intake(r, kStatusSglLengthInvalid, "Connect without its data in the capsule (no R2T before Connect)");
   }
   if (auth_pending_ && len > dhchap::kMaxMessage)
-    return refuse_intake(r, kStatusInvalidField,
-                         fmt::format("{} bytes before authentication, more than a DH-HMAC-CHAP message ({})", len, dhchap::kMaxMessage));
+    return refuse_intake(
+        r, kStatusInvalidField,
+        fmt::format("{} bytes before authentication, more than a DH-HMAC-CHAP message ({})", len, dhchap::kMaxMessage));
   if (ctrl_ && qid_ != 0 && r.sqe.opcode() != kFabricsOpcode) {
     Namespace *ns = io_namespace(r);
     if (!ns) return Intake::Refused;
@@ -98,8 +101,13 @@ Intake SubmissionQueue::grant_data(Request &r, uint32_t incapsule) {
       Backend &be = *ns->backend;
       const uint64_t slba = r.sqe.slba(), nlb = r.sqe.nlb();
       // A Write RAM takes in place: received straight into the namespace,
-      // each receive and copy inside the namespace's fence.
-      uint8_t *dst = be.contains(slba, nlb) && len == nlb * be.lba() ? be.write_destination(slba * be.lba(), len) : nullptr;
+      // each receive and copy inside the namespace's fence. Not with a data
+      // digest: bytes that fail it must never have landed (nvmet receives
+      // into its own pages too), so they go to the buffer and are copied
+      // once the digest held.
+      uint8_t *dst = be.contains(slba, nlb) && len == nlb * be.lba() && !transport_.checks_data_after_receipt()
+                         ? be.write_destination(slba * be.lba(), len)
+                         : nullptr;
       if (dst) {
         r.placement.grant(*this, r, *ns, epoch);
         r.in = dst;
@@ -152,7 +160,8 @@ void SubmissionQueue::refuse(Request &r, uint16_t status, const std::string &why
   const std::string host = ctrl_ ? printable(ctrl_->hostnqn) : !connect_host_.empty() ? connect_host_ : "(not connected)";
   const std::string queue = ctrl_ ? fmt::format("qid {}", qid_) : "before Connect";
   if (first)
-    log().info("{} {}: refused {} (cid {:#x}) from host {}: {}: {}", label_, queue, what, r.cid, host, status_string(status), why);
+    log().info("{} {}: refused {} (cid {:#x}) from host {}: {}: {}", label_, queue, what, r.cid, host, status_string(status),
+               why);
   else
     log().debug("{} {}: refused {} (cid {:#x}): {}", label_, queue, what, r.cid, why);
   complete(r, status, dw0);

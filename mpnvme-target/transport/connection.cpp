@@ -149,7 +149,8 @@ bool Connection::handle_icreq(const uint8_t *h) {
   pdu::encode_icresp(t->hdr, resp);
   t->hdr_len = pdu::kIcLen;
   io_.want_send(*this);
-  log().debug("{}: ICReq hpda {} digests {}/{} maxr2t {}", sq_.label(), req.hpda, req.digests.header, req.digests.data, req.maxr2t);
+  log().debug("{}: ICReq hpda {} digests {}/{} maxr2t {}", sq_.label(), req.hpda, req.digests.header, req.digests.data,
+              req.maxr2t);
   return true;
 }
 
@@ -175,10 +176,15 @@ void Connection::on_data_end(bool digest_ok) {
   port_counters_.errors++;
   Cmd &cmd = cmds_[rx_.slot()];
   log().warn("{}: data digest mismatch for cid {:#x}: command failed", sq_.label(), cmd.req.cid);
-  if (cur_last_)
-    sq_.fail(cmd.req, nvme::kStatusTransientTransport);
-  else
-    digest_failed_ = true;
+  // The transfer goes on (the host sends the rest at the next offset); the
+  // command fails once it ends, whichever commands' data come between.
+  cmd.received += rx_.datal();
+  if (!cur_last_) {
+    cmd.digest_failed = true;
+    return;
+  }
+  cmd.digest_failed = false;
+  sq_.fail(cmd.req, nvme::kStatusTransientTransport);
 }
 
 // A capsule: the core admits the command before any of its data is read,
@@ -195,7 +201,8 @@ void Connection::handle_capsule(const uint8_t *h, const pdu::Common &c) {
   // makes the framing ambiguous: no command of this connection can be
   // trusted after it.
   if (incapsule && (sqe.sgl_type() != nvme::kSglDataBlockOffset || sqe.sgl_len() != incapsule || sqe.sgl_addr() != 0))
-    return rx_.protocol_error(pdu::Fes::InvalidHeaderField, "in-capsule data does not match the command's SGL", h, c.hlen, 8 + 24);
+    return rx_.protocol_error(pdu::Fes::InvalidHeaderField, "in-capsule data does not match the command's SGL", h, c.hlen,
+                              8 + 24);
   const uint16_t slot = free_.back();
   free_.pop_back();
   Cmd &cmd = cmds_[slot];
@@ -204,6 +211,7 @@ void Connection::handle_capsule(const uint8_t *h, const pdu::Common &c) {
   cmd.state = Cmd::State::Exec;
   cmd.received = 0;
   cmd.in_ring = 0;
+  cmd.digest_failed = false;
   stats_.commands++;
   port_counters_.commands++;
   switch (sq_.init(cmd.req, incapsule)) {
@@ -246,8 +254,8 @@ void Connection::data_complete() {
   Cmd &cmd = cmds_[slot];
   cmd.received += rx_.datal();
   if (!cur_last_) return;
-  if (digest_failed_) { // an earlier H2CData of this transfer was corrupt
-    digest_failed_ = false;
+  if (cmd.digest_failed) { // an earlier H2CData of this transfer was corrupt
+    cmd.digest_failed = false;
     return sq_.fail(cmd.req, nvme::kStatusTransientTransport);
   }
   cmd.state = Cmd::State::Exec;

@@ -90,6 +90,7 @@ private:
     uint32_t buf_cap = 0;
     uint32_t received = 0;
     uint16_t in_ring = 0;
+    bool digest_failed = false; // a data digest of this transfer failed
   };
   // PduHandler: what the controller side accepts from the shared receiver
   size_t on_setup(const uint8_t *p, size_t staged) override;
@@ -105,6 +106,7 @@ private:
   void submit_file(Request &r, FileOp op, int fd, uint8_t *buf, uint64_t len, uint64_t off) override;
   void end(const std::string &why) override { close(why); }
   void io_queue_connected(int delta) override { io_.io_queue_connected(delta); }
+  bool checks_data_after_receipt() const override { return rx_.digests().data; }
 
   bool handle_icreq(const uint8_t *h);
   void handle_capsule(const uint8_t *h, const pdu::Common &c);
@@ -135,9 +137,8 @@ private:
 
   PduReceiver rx_;
   bool cur_last_ = false;
-  bool digest_failed_ = false; // a data digest of the current transfer failed
-  bool discarding_ = false;    // the current data is a refused command's, dropped
-  SubmissionQueue sq_;         // after cmds_: it goes first, their requests after
+  bool discarding_ = false; // the current data is a refused command's, dropped
+  SubmissionQueue sq_;      // after cmds_: it goes first, their requests after
 };
 
 } // namespace mpnvme::target

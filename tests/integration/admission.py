@@ -27,6 +27,8 @@ closed. Run by admission.sh, which starts the target each case expects.
                                    while another is connected
   keyed-add CONTROL KEYED STRANGER a subsystem added on a target with keys
   limits SRC1 SRC2 PER TOTAL       connections from one and two addresses
+  digest                           writes whose data digest fails, on a
+                                   queue with header and data digests
   descriptors CONTROL FILE LOG     file namespaces take the last
                                    descriptors, then peers connect
 Every check prints "ok: ..." or "FAIL: ..."; exit status 1 on a failure."""
@@ -41,7 +43,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from nvmehost import (AUTH_REQUIRED, CONNECT_INVALID_HOST, DISCOVERY_NQN, RESERVATION_CONFLICT, R2T, Closed, Queue, code, control, lba_bytes,  # noqa: E402
                       dhchap_key, dhchap_secret, keys, read_sqe, resv, sqe, write_sqe)
-from nvmetcp import h2c  # noqa: E402
+from nvmetcp import capsule, crc32c, h2c, icreq  # noqa: E402
 
 failures = 0
 
@@ -54,6 +56,16 @@ def check(what, cond, saw=""):
 
 def hid(n):
     return bytes([n]) * 16
+
+
+def refused_write(q, slba, fill):
+    """An in-capsule write of 8 blocks of `fill` on `q`: (what happened,
+    whether it was refused: a status or the connection ending)."""
+    try:
+        st = q.command(write_sqe(slba, 8), fill * 4096, in_capsule=True)[0]
+        return f"status {st:#x}", st != 0
+    except Closed as e:
+        return f"connection ended ({e})", True
 
 
 def io_host(addr, subnqn, hostnqn, hostid, key=None):
@@ -160,12 +172,7 @@ def deny(addr, subnqn, ctl, host, reader):
     radm, rio, _ = io_host(addr, subnqn, reader.encode(), hid(3))
     st, _, data = rio.command(read_sqe(0, 128), length=65536)
     check("none of its data reached the namespace", st == 0 and b"\xdd" not in data, f"{data.count(0xdd)} bytes")
-    try:
-        st = io.command(write_sqe(256, 8), b"\xdd" * 4096, in_capsule=True)[0]
-        after = f"status {st:#x}"
-        refused = st != 0
-    except Closed as e:
-        after, refused = f"connection ended ({e})", True
+    after, refused = refused_write(io, 256, b"\xdd")
     check("its next write is refused", refused, after)
     for q in (io, adm, rio, radm):
         q.close()
@@ -177,12 +184,7 @@ def key(addr, subnqn, ctl, host):
     k = dhchap_secret(b"k" * 32)
     reply = control(ctl, f"host key {host} dhchap_key={k}")
     check("host key (the reply does not repeat the key)", reply.startswith("ok") and k not in reply, reply.strip()[:60])
-    try:
-        st = io.command(write_sqe(0, 8), b"\x02" * 4096, in_capsule=True)[0]
-        after = f"status {st:#x}"
-        refused = st != 0
-    except Closed as e:
-        after, refused = f"connection ended ({e})", True
+    after, refused = refused_write(io, 0, b"\x02")
     check("its controller made without a key ends: the next write does not succeed", refused, after)
     io.close()
     adm.close()
@@ -248,11 +250,7 @@ def allow_narrows(addr, subnqn, ctl, host, other):
     adm, io, _ = io_host(addr, subnqn, other.encode(), hid(11))
     reply = control(ctl, f"host allow {subnqn.decode()} {host}")
     check("naming a host on an open subsystem", reply.startswith("ok"), reply.strip())
-    try:
-        st = io.command(write_sqe(0, 8), b"\x03" * 4096, in_capsule=True)[0]
-        after, refused = f"status {st:#x}", st != 0
-    except Closed as e:
-        after, refused = f"connection ended ({e})", True
+    after, refused = refused_write(io, 0, b"\x03")
     check("the host connected while it was open, not named, is ended", refused, after)
     io.close()
     adm.close()
@@ -358,6 +356,64 @@ def discovery_kato(addr):
     q.close()
 
 
+class DigestQueue(Queue):
+    """A queue with header and data digests: capsules go out in digest
+    form, and what comes back is read as if there were none."""
+    def __init__(self, addr):
+        super().__init__(addr, handshake=False)
+        self.s.sendall(icreq(hd=True, dd=True))
+        self.maxh2cdata = struct.unpack_from("<I", self.pdu(), 12)[0]
+
+    def pdu(self):
+        head = self._exact(8)
+        plen = struct.unpack_from("<I", head, 4)[0]
+        p = head + self._exact(plen - 8)
+        hlen, pdo = p[2], p[3]
+        if not p[1] & 1:
+            return p
+        body = bytearray(p[:hlen] + (p[pdo:plen - (4 if p[1] & 2 else 0)] if pdo else b""))
+        body[3] = hlen if pdo else 0
+        struct.pack_into("<I", body, 4, len(body))
+        return bytes(body)
+
+    def _send(self, b):
+        if b[0] == 4:  # a capsule
+            b = capsule(b[8:72], b[72:], hd=True, dd=True) if len(b) > 72 else capsule(b[8:72], hd=True, dd=True)
+        self.s.sendall(b)
+
+    def h2c(self, cid, ttag, off, data, last, bad=False):
+        h = struct.pack("<BBBBIHHII4x", 6, 3 | (4 if last else 0), 24, 28, 28 + len(data) + 4, cid, ttag, off, len(data))
+        self.s.sendall(h + struct.pack("<I", crc32c(h)) + data + struct.pack("<I", crc32c(data) ^ (1 if bad else 0)))
+
+
+def digest(addr, subnqn):
+    """A data digest fails the command its PDU belongs to, and none of the
+    bytes it covered land (4bcf7ad placed them in RAM first, and charged
+    the failure to whichever command's data ended next)."""
+    adm = DigestQueue(addr)
+    st, cntlid = adm.connect(subnqn, b"nqn.2026-12.io.mpnvme:digest", hid(13), kato=30000)
+    adm.enable()
+    io = DigestQueue(addr)
+    io.connect(subnqn, b"nqn.2026-12.io.mpnvme:digest", hid(13), qid=1, cntlid=cntlid & 0xFFFF)
+    cid = io.send(write_sqe(512, 8), length=4096)
+    ttag = struct.unpack_from("<H", io.next_for(cid), 10)[0]
+    io.h2c(cid, ttag, 0, b"\x11" * 4096, True, bad=True)
+    st = io.finish(cid)[0]
+    _, _, data = io.command(read_sqe(512, 8), length=4096)
+    check("a write whose data digest fails: Transient Transport Error, and none of its bytes landed",
+          code(st) == 0x22 and data.count(0x11) == 0, f"status {st:#x}, {data.count(0x11)} bytes landed")
+    a, b = io.send(write_sqe(600, 16), length=8192), io.send(write_sqe(700, 8), length=4096)
+    ta, tb = (struct.unpack_from("<H", io.next_for(c), 10)[0] for c in (a, b))
+    io.h2c(a, ta, 0, b"\xaa" * 4096, False, bad=True)  # A's first PDU corrupt
+    io.h2c(b, tb, 0, b"\xbb" * 4096, True)  # B's, whole
+    io.h2c(a, ta, 4096, b"\xaa" * 4096, True)  # A goes on at the next offset
+    sa, sb = io.finish(a)[0], io.finish(b)[0]
+    check("the failure is A's, whose PDU it was, not B's whose data ended first; the connection stays",
+          code(sa) == 0x22 and sb == 0, f"A {sa:#x}, B {sb:#x}")
+    for q in (io, adm):
+        q.close()
+
+
 def descriptors(addr, ctl, path, log):
     """File namespaces added until the target is out of descriptors, then
     peers connect: the refusal names the cause, accept rests and says so
@@ -411,7 +467,7 @@ def main():
         subnqn = rest[0].encode()
         fn = {"unauth-io-write": unauth_io_write, "before-connect": before_connect, "deny": deny, "key": key,
               "reservation": reservation, "hostid": hostid, "forge": forge, "allow-narrows": allow_narrows,
-              "hostid-observe": hostid_observe}[case]
+              "hostid-observe": hostid_observe, "digest": digest}[case]
         fn(addr, subnqn, *rest[1:])
     sys.exit(1 if failures else 0)
 

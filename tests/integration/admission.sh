@@ -37,6 +37,7 @@ py before-connect 10.1.1.1 "$NQN" "$target_pid"
 py reservation 10.1.1.1 "$NQN" "$work/control"
 py hostid 10.1.1.1 "$NQN"
 py forge 10.1.1.1 "$NQN"
+py digest 10.1.1.1 "$NQN"
 grep -q "^mpnvme: error: FORGED" "$work/target.log" && fail "a peer's host NQN forged a line of the log" ||
   pass "a line feed in a host NQN forges no line of the log"
 grep -qF 'x\x0ampnvme: error: FORGED' "$work/target.log" && pass "it is logged escaped" ||
@@ -63,6 +64,30 @@ timeout 5 "$TARGET" ctl "$work/control" stats >/dev/null && pass "a slow client 
   fail "stats waited behind a slow client"
 kill "$silent" 2>/dev/null
 wait "$silent" 2>/dev/null
+# A client that sends commands and never reads the replies: 4bcf7ad kept
+# them all (RSS +745 MiB in 8 s); now it stops being read once 1 MiB waits.
+python3 -c '
+import socket, sys, time
+pid = sys.argv[2]
+def rss():
+    return int([l for l in open(f"/proc/{pid}/status") if l.startswith("VmRSS")][0].split()[1]) // 1024
+before = rss()
+c = socket.socket(socket.AF_UNIX)
+c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+c.connect(sys.argv[1])
+c.settimeout(0.5)
+t0 = time.time()
+while time.time() - t0 < 4:
+    try:
+        c.send(b"help\n" * 800)
+    except socket.timeout:
+        pass
+print(rss() - before)' "$work/control" "$target_pid" >"$work/unread.out"
+grown=$(cat "$work/unread.out")
+((grown < 32)) && pass "a client that reads no replies: RSS +$grown MiB in 4 s" ||
+  fail "a client that reads no replies grew the target by $grown MiB in 4 s"
+timeout 5 "$TARGET" ctl "$work/control" stats >/dev/null && pass "... and holds up no other" ||
+  fail "stats waited behind a client that reads no replies"
 stop_target || fail "target exit status"
 
 # Host lists at run time, with a reader allowed beside.
