@@ -18,6 +18,15 @@ SendRing::Pdu *SendRing::alloc(int32_t slot) {
   return p;
 }
 
+void SendRing::grow(size_t capacity) {
+  if (capacity <= ring_.size()) return;
+  std::vector<Pdu> bigger(capacity);
+  for (size_t i = 0; i < count_; i++)
+    bigger[i] = ring_[(head_ + i) % ring_.size()];
+  ring_ = std::move(bigger);
+  head_ = 0;
+}
+
 size_t SendRing::build_iov(iovec *iov, size_t max) const {
   size_t n = 0, skip = head_sent_;
   auto add = [&](const void *base, size_t len) {

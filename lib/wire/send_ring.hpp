@@ -28,6 +28,10 @@ public:
   };
 
   explicit SendRing(size_t capacity) : ring_(capacity) {}
+  size_t capacity() const { return ring_.size(); }
+  // Room for `capacity` descriptors, those queued kept in order (a
+  // descriptor from alloc is then elsewhere: grow between PDUs only).
+  void grow(size_t capacity);
   // A cleared descriptor at the tail, or nullptr when the ring is full.
   Pdu *alloc(int32_t slot);
   bool empty() const { return count_ == 0; }

@@ -13,16 +13,12 @@
 namespace mpnvme::target {
 Connection::Connection(Registry &reg, ConnIo &io, int fd, PortState &port, std::string peer)
     : reg_(reg), io_(io), fd_(fd), port_(port), peer_(std::move(peer)), port_counters_(reg.counters(port.cfg.id)),
-      // R2T, C2HData and response per command at most, plus ICResp/TermReq.
-      tx_(static_cast<size_t>(reg.config().queue_entries) * 3 + 8),
+      // Before Connect: ICResp, Connect's response or a TermReq. It grows
+      // with the commands in flight (tx_alloc).
+      tx_(kSendRingBeforeConnect),
       // Staging is compacted only when full: a target connection reads far
       // more than it holds, and moving bytes costs more than a short receive.
       rx_(*this, pdu::Receiver::Controller, 1), sq_(reg, port, *this, peer_) {
-  const uint32_t entries = reg_.config().queue_entries;
-  cmds_.resize(entries);
-  free_.reserve(entries);
-  for (size_t i = entries; i-- > 0;)
-    free_.push_back(static_cast<uint16_t>(i));
   port_counters_.connections++;
 }
 
@@ -49,7 +45,11 @@ void Connection::on_received(size_t n) {
   rx_.on_received(n);
 }
 
+// R2T, C2HData and response per command at most, plus ICResp/TermReq: the
+// ring grows to that as commands come, never past it.
 SendRing::Pdu *Connection::tx_alloc(int32_t slot) {
+  const size_t most = cmds_.size() * 3 + kSendRingBeforeConnect;
+  if (tx_.full() && tx_.capacity() < most) tx_.grow(std::min(most, tx_.capacity() * 2));
   SendRing::Pdu *t = tx_.alloc(slot);
   if (t && slot >= 0) cmds_[static_cast<size_t>(slot)].in_ring++;
   return t;
@@ -190,6 +190,12 @@ void Connection::on_data_end(bool digest_ok) {
 // A capsule: the core admits the command before any of its data is read,
 // and says where the data goes; refused, its in-capsule data is dropped.
 void Connection::handle_capsule(const uint8_t *h, const pdu::Common &c) {
+  // Command slots come as commands do: before Connect one, its own (nvmet
+  // too sizes a queue's commands at Connect), after it up to the queue size.
+  if (free_.empty() && cmds_.size() < (sq_.connected() ? reg_.config().queue_entries : 1)) {
+    free_.push_back(static_cast<uint16_t>(cmds_.size()));
+    cmds_.emplace_back();
+  }
   if (free_.empty()) {
     rx_.protocol_error(pdu::Fes::PduSequenceError, "more commands in flight than the queue holds", h, c.hlen, 0);
     return;

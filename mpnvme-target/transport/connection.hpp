@@ -11,6 +11,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 #include <sys/uio.h>
@@ -131,7 +132,8 @@ private:
   uint8_t hpda_ = 0;
   unsigned file_ops_ = 0;
 
-  std::vector<Cmd> cmds_;
+  static constexpr size_t kSendRingBeforeConnect = 8;
+  std::deque<Cmd> cmds_; // grows as commands come; a deque keeps each where it is
   std::vector<uint16_t> free_;
   SendRing tx_;
 

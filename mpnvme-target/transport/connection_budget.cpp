@@ -18,8 +18,9 @@ bool ConnectionBudget::take(const std::string &addr, Clock::time_point now, std:
   if (mine == 0) by_addr_.erase(addr);
   refused_since_log_++;
   if (now >= next_log_) {
-    log_line = over_total ? fmt::format("{} connections held, the most --max-connections allows", held_)
-                          : fmt::format("{} connections from {}, the most --max-connections-per-address allows", per_address_, addr);
+    log_line = over_total
+                   ? fmt::format("{} connections held, the most --max-connections allows", held_)
+                   : fmt::format("{} connections from {}, the most --max-connections-per-address allows", per_address_, addr);
     if (refused_since_log_ > 1) log_line += fmt::format(" ({} refused since the last report)", refused_since_log_);
     refused_since_log_ = 0;
     next_log_ = now + kLogInterval;

@@ -138,9 +138,6 @@ void Reactor::start(int fd, PortState &port, std::string peer) {
   c.c = std::make_unique<Connection>(reg_, *this, fd, port, std::move(peer));
   c.c->io_context = &c;
   c.readable_op.conn = c.writable_op.conn = &c;
-  c.file_ops.resize(reg_.config().queue_entries, Op{Op::File});
-  for (Op &o : c.file_ops)
-    o.conn = &c;
   // Not MPTCP: a TCP port's, or a TCP host's on an MPTCP port (a fallback).
   c.plain_tcp = port.cfg.tls == TlsPort::None && !query_mptcp(fd).mptcp;
   if (port.cfg.tls == TlsPort::None)
@@ -154,7 +151,10 @@ void Reactor::start(int fd, PortState &port, std::string peer) {
 void Reactor::want_send(Connection &c) { send_wanted_.push_back(static_cast<Conn *>(c.io_context)); }
 
 void Reactor::submit_file(Connection &c, uint16_t slot, FileOp op, int fd, uint8_t *buf, uint64_t len, uint64_t off) {
-  Op &o = static_cast<Conn *>(c.io_context)->file_ops[slot];
+  Conn &conn = *static_cast<Conn *>(c.io_context);
+  while (conn.file_ops.size() <= slot) // as the connection's command slots grow
+    conn.file_ops.push_back(Op{Op::File, &conn});
+  Op &o = conn.file_ops[slot];
   o.slot = slot;
   o.fop = op;
   io_uring_sqe *s = sqe();

@@ -14,6 +14,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <liburing.h>
 #include <list>
 #include <memory>
@@ -76,7 +77,7 @@ private:
     Life life = Life::Open;
     ReadReport read_report = ReadReport::None;
     Op readable_op{Op::Readable}, writable_op{Op::Writable};
-    std::vector<Op> file_ops;
+    std::deque<Op> file_ops;  // one per command slot that did file I/O; a deque keeps each where the ring points
     bool readable = true;     // data may be waiting (a readiness report, or the last receive filled its buffers)
     bool peer_done = false;   // the host shut its side: read on until the end of stream
     bool write_armed = false; // a POLLOUT after a send that would block
