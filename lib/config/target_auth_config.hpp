@@ -5,8 +5,8 @@
 // hosts (nvmet's attribute names) and from a job's dhchap_* options.
 #pragma once
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 

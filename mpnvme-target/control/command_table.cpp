@@ -48,7 +48,8 @@ std::string redact(const std::string &reply, const std::vector<std::string> &wor
   std::sort(values.begin(), values.end(), [](const auto &a, const auto &b) { return a.first.size() > b.first.size(); });
   std::string out;
   for (size_t at = 0; at < reply.size();) {
-    const auto hit = std::find_if(values.begin(), values.end(), [&](const auto &v) { return reply.compare(at, v.first.size(), v.first) == 0; });
+    const auto hit = std::find_if(values.begin(), values.end(),
+                                  [&](const auto &v) { return reply.compare(at, v.first.size(), v.first) == 0; });
     if (hit == values.end()) {
       out += reply[at++];
     } else {

@@ -28,8 +28,7 @@ void check_namespace_path(const NamespaceConfig &n, const ControlLimits &limits,
   if (limits.namespace_dirs.empty())
     throw std::invalid_argument(fmt::format("argument {}: file and block namespaces need --control-ns-dir at start", place));
   char real[PATH_MAX];
-  if (!realpath(n.path.c_str(), real))
-    throw std::invalid_argument(fmt::format("argument {}: the path does not resolve", place));
+  if (!realpath(n.path.c_str(), real)) throw std::invalid_argument(fmt::format("argument {}: the path does not resolve", place));
   const std::string path = real;
   for (const std::string &dir : limits.namespace_dirs) {
     char d[PATH_MAX];
@@ -86,7 +85,7 @@ std::string subsystems(Registry &reg, const ControlLimits &, Args &) {
     const SubsystemConfig &c = s->cfg;
     const bool any = view.open_to_any(*s);
     out += fmt::format("{} namespaces {} hosts {}\n", c.nqn, ns.empty() ? "none" : ns,
-                       any                     ? "any"
+                       any                       ? "any"
                        : c.allowed_hosts.empty() ? "none"
                                                  : fmt::format("{}", fmt::join(c.allowed_hosts, ",")));
   }
@@ -118,7 +117,8 @@ std::string host_key(Registry &reg, const ControlLimits &, Args &a) {
     const std::string w = a.next();
     const size_t eq = w.find('=');
     if (eq == std::string::npos || !is_host_attribute(w.substr(0, eq)))
-      throw std::invalid_argument(fmt::format("argument {} is not one of {}=VALUE", a.place(), fmt::join(kHostAttributes, "=, ")));
+      throw std::invalid_argument(
+          fmt::format("argument {} is not one of {}=VALUE", a.place(), fmt::join(kHostAttributes, "=, ")));
     attrs[w.substr(0, eq)] = w.substr(eq + 1);
   }
   if (!attrs.count("dhchap_key")) throw std::invalid_argument("dhchap_key= is required");

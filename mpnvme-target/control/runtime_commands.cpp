@@ -38,13 +38,14 @@ PortState &port_arg(Registry &reg, Args &a) {
 std::string ana(Registry &reg, const ControlLimits &, Args &a) {
   PortState &p = port_arg(reg, a);
   const std::string g = a.next();
-  const unsigned long grp = g.empty() || g.find_first_not_of("0123456789") != std::string::npos || g.size() > 3 ? 0 : std::stoul(g);
+  const unsigned long grp =
+      g.empty() || g.find_first_not_of("0123456789") != std::string::npos || g.size() > 3 ? 0 : std::stoul(g);
   if (grp == 0 || grp > kMaxAnaGroups)
     throw std::invalid_argument(fmt::format("argument {}: an ANA group is 1..{}", a.place(), kMaxAnaGroups));
   const auto st = parse_ana_state(a.next());
   if (!st)
-    throw std::invalid_argument(fmt::format(
-        "argument {}: an ANA state is optimized, non-optimized, inaccessible, persistent-loss or change", a.place()));
+    throw std::invalid_argument(
+        fmt::format("argument {}: an ANA state is optimized, non-optimized, inaccessible, persistent-loss or change", a.place()));
   reg.set_ana(p.cfg.id, static_cast<uint32_t>(grp), *st);
   return "ok\n";
 }

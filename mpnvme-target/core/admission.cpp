@@ -47,8 +47,8 @@ Verdict admit_namespace(const QueueStanding &q, const PortState &port, const Sqe
   if (access == NsAccess::None) return {};
   const bool write = access == NsAccess::Write;
   if (!ns.reservations->permits({q.ctrl->hostid, q.ctrl->hostnqn}, write))
-    return {kStatusReservationConflict,
-            write ? "the namespace's reservation does not let this host write" : "the namespace's reservation does not let this host read"};
+    return {kStatusReservationConflict, write ? "the namespace's reservation does not let this host write"
+                                              : "the namespace's reservation does not let this host read"};
   return {};
 }
 

@@ -84,9 +84,8 @@ void SubmissionQueue::connect(Request &r) {
       no = {kStatusConnectInvalidParam, fmt::format("unknown subsystem '{}' on this port", printable(d.subnqn)),
             invalid_param(true, 256)};
     else if (!tls_identity_.empty() && (d.hostnqn != tls_host_ || d.subnqn != tls_subsys_))
-      no = {kStatusConnectInvalidHost,
-            fmt::format("Connect as host {} to {} over the secure channel of identity '{}'", connect_host_, printable(d.subnqn),
-                        printable(tls_identity_))};
+      no = {kStatusConnectInvalidHost, fmt::format("Connect as host {} to {} over the secure channel of identity '{}'",
+                                                   connect_host_, printable(d.subnqn), printable(tls_identity_))};
     else if (!view.admits(*sub, d.hostnqn))
       no = {kStatusConnectInvalidHost, fmt::format("host {} is not allowed on {}", connect_host_, d.subnqn)};
     else if (qid == 0)
@@ -124,15 +123,17 @@ ConnectRefusal SubmissionQueue::connect_io(const ConnectData &d, uint16_t qid, c
     return {kStatusConnectInvalidParam, fmt::format("I/O Connect to controller {} that does not exist", d.cntlid),
             invalid_param(true, 16)};
   if (ctrl->hostnqn != d.hostnqn)
-    return {kStatusConnectInvalidParam,
-            fmt::format("I/O Connect from host {} to controller {} of host {}", connect_host_, d.cntlid, printable(ctrl->hostnqn)),
-            invalid_param(true, 512)};
+    return {
+        kStatusConnectInvalidParam,
+        fmt::format("I/O Connect from host {} to controller {} of host {}", connect_host_, d.cntlid, printable(ctrl->hostnqn)),
+        invalid_param(true, 512)};
   std::lock_guard lk(ctrl->mu);
   if (!(ctrl->csts & kCstsRdy)) return {kStatusSeqError, fmt::format("I/O Connect to controller {} before CC.EN", d.cntlid)};
   // As nvmet: any queue id up to the maximum, Set Features Number of
   // Queues or not.
   const uint32_t max = reg_.config().max_io_queues;
-  if (qid > max) return {kStatusConnectInvalidParam, fmt::format("queue id {} above the maximum {}", qid, max), invalid_param(false, 42)};
+  if (qid > max)
+    return {kStatusConnectInvalidParam, fmt::format("queue id {} above the maximum {}", qid, max), invalid_param(false, 42)};
   if (ctrl->io_qids.count(qid))
     return {kStatusConnectInvalidParam, fmt::format("queue id {} is connected already", qid), invalid_param(false, 42)};
   ctrl->io_qids.insert(qid);

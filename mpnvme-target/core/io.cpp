@@ -49,7 +49,8 @@ void SubmissionQueue::exec_io(Request &r) {
   // A Write received in place: its data is in the namespace already, each
   // byte placed under a right the gate confirmed, unless it was revoked.
   if (r.placement.granted()) {
-    if (const uint16_t st = r.placement.revoked()) return refuse(r, st, "its rights on the namespace ended while its data arrived");
+    if (const uint16_t st = r.placement.revoked())
+      return refuse(r, st, "its rights on the namespace ended while its data arrived");
     return complete(r, 0);
   }
   Namespace *ns = io_namespace(r);
@@ -118,8 +119,7 @@ void SubmissionQueue::read_write(Request &r, Backend &be, RequestDone &done) {
 // Dataset Management: only the deallocate attribute does anything.
 void SubmissionQueue::deallocate(Request &r, Backend &be, RequestDone &done) {
   const uint32_t nr = (r.sqe.cdw(10) & 0xff) + 1;
-  if (r.in_len < nr * kDsmRangeLen)
-    return refuse(r, kStatusSglLengthInvalid, fmt::format("{} ranges in {} bytes", nr, r.in_len));
+  if (r.in_len < nr * kDsmRangeLen) return refuse(r, kStatusSglLengthInvalid, fmt::format("{} ranges in {} bytes", nr, r.in_len));
   if (!(r.sqe.cdw(11) & (1u << 2))) return complete(r, 0); // no deallocate: hints only
   std::vector<ByteRange> ranges(nr);
   for (uint32_t i = 0; i < nr; i++) {

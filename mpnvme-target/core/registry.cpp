@@ -142,9 +142,9 @@ void Registry::end_unadmitted(Aftermath &after) {
     if (c->subsys.discovery) continue;
     const auto it = subsystems_.find(c->subsys.cfg.nqn);
     const char *why = it == subsystems_.end() || it->second != c->subsys_owner ? "its subsystem was removed"
-                      : !admits_locked(c->subsys, c->hostnqn)                ? "the subsystem no longer admits its host"
-                      : !c->keyed && host_auth_.count(c->hostnqn)             ? "its host has a key now, which it never proved"
-                                                                              : nullptr;
+                      : !admits_locked(c->subsys, c->hostnqn)                  ? "the subsystem no longer admits its host"
+                      : !c->keyed && host_auth_.count(c->hostnqn)              ? "its host has a key now, which it never proved"
+                                                                               : nullptr;
     if (!why || c->dead.exchange(true)) continue;
     log().warn("controller {} of {} (host {}) ended by the control socket: {}", c->cntlid, c->subsys.cfg.nqn,
                printable(c->hostnqn), why);

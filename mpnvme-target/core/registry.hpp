@@ -111,9 +111,9 @@ private:
   // Run `edit` under the configuration lock, then apply the rules to what
   // lives and notify; `what` says in the log who changed what.
   void reconfigure(const std::function<void()> &edit);
-  void end_unadmitted(Aftermath &after);                                    // locked: config, takes controllers
+  void end_unadmitted(Aftermath &after);                                          // locked: config, takes controllers
   std::map<const TargetController *, std::vector<std::string>> discovery_lists(); // locked: config, takes controllers
-  std::vector<std::shared_ptr<TargetController>> live_controllers();         // takes controllers
+  std::vector<std::shared_ptr<TargetController>> live_controllers();              // takes controllers
   std::vector<std::shared_ptr<Subsystem>> discoverable_locked(const PortState &port, const std::string &hostnqn) const;
   bool admits_locked(const Subsystem &s, const std::string &hostnqn) const;
   Subsystem &existing(const std::string &nqn); // locked: config; throws

@@ -29,9 +29,9 @@ void check(const Reservations &r) {
   unsigned holders = 0;
   for (uint16_t i = 0; i < n; i++)
     holders += rep[64 + 64 * i + 2];
-  if (rtype == 0 && holders) __builtin_trap();                    // no reservation: nobody holds
-  if (rtype != 0 && rtype < 5 && holders != 1) __builtin_trap();  // one holder of a single-holder type
-  if (rtype >= 5 && holders != n) __builtin_trap();               // every registrant of an "all registrants" type
+  if (rtype == 0 && holders) __builtin_trap();                   // no reservation: nobody holds
+  if (rtype != 0 && rtype < 5 && holders != 1) __builtin_trap(); // one holder of a single-holder type
+  if (rtype >= 5 && holders != n) __builtin_trap();              // every registrant of an "all registrants" type
   if (rtype == 0)
     for (const ResvHost &h : kHosts)
       if (!r.permits(h, true)) __builtin_trap(); // without a reservation, all may write
@@ -66,8 +66,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const auto after = id1_entry(r);
     // The other NQN under identifier 1 changes nothing of the owner's.
     if (id1_owner && h.id == kHosts[0].id && h.nqn != id1_owner && before != after) __builtin_trap();
-    if (!after.first) id1_owner = nullptr;
-    else if (!before.first && h.id == kHosts[0].id) id1_owner = h.nqn.c_str();
+    if (!after.first)
+      id1_owner = nullptr;
+    else if (!before.first && h.id == kHosts[0].id)
+      id1_owner = h.nqn.c_str();
     check(r);
   }
   return 0;
