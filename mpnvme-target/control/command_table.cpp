@@ -46,8 +46,11 @@ std::string redact(const std::string &reply, const std::vector<std::string> &wor
       if (v.size() >= 3) values.emplace_back(v, place);
   }
   std::sort(values.begin(), values.end(), [](const auto &a, const auto &b) { return a.first.size() > b.first.size(); });
-  std::string out;
-  for (size_t at = 0; at < reply.size();) {
+  // The status word stays as it is: a given word ("or:") must not turn
+  // "error:" into something a client cannot read as a refusal.
+  const size_t status = reply.rfind("error:", 0) == 0 ? 6 : reply.rfind("ok", 0) == 0 ? 2 : 0;
+  std::string out = reply.substr(0, status);
+  for (size_t at = status; at < reply.size();) {
     const auto hit = std::find_if(values.begin(), values.end(),
                                   [&](const auto &v) { return reply.compare(at, v.first.size(), v.first) == 0; });
     if (hit == values.end()) {

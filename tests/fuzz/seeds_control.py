@@ -29,5 +29,7 @@ lines = {
     "key-bare": f"host key {HOST} {KEY}",
     "key-bad": f"host key {HOST} dhchap_key=DHHC-1:00:not*base64:",
     "unknown": "subsystem frobnicate\nfrobnicate\nhost",
+    # fuzz_control's finding: the given word "or:" redacted inside "error:"
+    "status-word": "port or: port: argument 2 is not a port of this target",
 }
 write_seeds(sys.argv[1], {k: v.encode() for k, v in lines.items()})
