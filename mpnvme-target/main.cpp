@@ -245,8 +245,9 @@ static void add_target_options(CLI::App &app, Cli &o) {
                  "DIR whose files and block devices the control socket's subsystem add may serve (repeatable; default "
                  "none: RAM and null namespaces only)");
   app.add_option("--max-connections", o.max_connections,
-                 "connections held at once, from all hosts; more are closed at accept (lowered to what the descriptor "
-                 "limit leaves beside 64 kept for control clients and files)")
+                 fmt::format("connections held at once, from all hosts; more are closed at accept (lowered to what "
+                             "the descriptor limit leaves beside {} kept for control clients and files)",
+                             kDescriptorReserve))
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--max-connections-per-address", o.max_connections_per_address,
@@ -287,8 +288,6 @@ static void wait_for_stop(const sigset_t &sigs, Registry &reg) {
   }
 }
 
-// Configure, listen, run the event loops until SIGINT/SIGTERM (SIGUSR1
-// prints the port counters).
 // Once everything of the start is open: the connections the descriptor
 // limit leaves room for, beside the reserve (descriptor_room.hpp).
 static void fit_connections_to_descriptors(ConnectionBudget &budget, unsigned asked) {
@@ -304,6 +303,8 @@ static void fit_connections_to_descriptors(ConnectionBudget &budget, unsigned as
              asked, room.limit, room.connections, room.open, kDescriptorReserve, room.connections);
 }
 
+// Configure, listen, run the event loops until SIGINT/SIGTERM (SIGUSR1
+// prints the port counters).
 static int serve(const Cli &o, const std::vector<MovedSecret> &moved) {
   raise_descriptor_limit();
   set_log_level(o.log_level);

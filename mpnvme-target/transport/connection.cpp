@@ -48,8 +48,7 @@ void Connection::on_received(size_t n) {
 // R2T, C2HData and response per command at most, plus ICResp/TermReq: the
 // ring grows to that as commands come, never past it.
 SendRing::Pdu *Connection::tx_alloc(int32_t slot) {
-  const size_t most = cmds_.size() * 3 + kSendRingBeforeConnect;
-  if (tx_.full() && tx_.capacity() < most) tx_.grow(std::min(most, tx_.capacity() * 2));
+  if (tx_.full()) tx_.grow(std::min(cmds_.size() * 3 + kSendRingBeforeConnect, tx_.capacity() * 2));
   SendRing::Pdu *t = tx_.alloc(slot);
   if (t && slot >= 0) cmds_[static_cast<size_t>(slot)].in_ring++;
   return t;
@@ -178,13 +177,8 @@ void Connection::on_data_end(bool digest_ok) {
   log().warn("{}: data digest mismatch for cid {:#x}: command failed", sq_.label(), cmd.req.cid);
   // The transfer goes on (the host sends the rest at the next offset); the
   // command fails once it ends, whichever commands' data come between.
-  cmd.received += rx_.datal();
-  if (!cur_last_) {
-    cmd.digest_failed = true;
-    return;
-  }
-  cmd.digest_failed = false;
-  sq_.fail(cmd.req, nvme::kStatusTransientTransport);
+  cmd.digest_failed = true;
+  data_complete();
 }
 
 // A capsule: the core admits the command before any of its data is read,
@@ -260,7 +254,7 @@ void Connection::data_complete() {
   Cmd &cmd = cmds_[slot];
   cmd.received += rx_.datal();
   if (!cur_last_) return;
-  if (cmd.digest_failed) { // an earlier H2CData of this transfer was corrupt
+  if (cmd.digest_failed) { // an H2CData of this transfer was corrupt
     cmd.digest_failed = false;
     return sq_.fail(cmd.req, nvme::kStatusTransientTransport);
   }

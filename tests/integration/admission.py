@@ -43,7 +43,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from nvmehost import (AUTH_REQUIRED, CONNECT_INVALID_HOST, DISCOVERY_NQN, RESERVATION_CONFLICT, R2T, Closed, Queue, code, control, lba_bytes,  # noqa: E402
                       dhchap_key, dhchap_secret, keys, read_sqe, resv, sqe, write_sqe)
-from nvmetcp import capsule, crc32c, h2c, icreq  # noqa: E402
+from nvmetcp import capsule, h2c, icreq  # noqa: E402
 
 failures = 0
 
@@ -388,8 +388,7 @@ class DigestQueue(Queue):
         self.s.sendall(b)
 
     def h2c(self, cid, ttag, off, data, last, bad=False):
-        h = struct.pack("<BBBBIHHII4x", 6, 3 | (4 if last else 0), 24, 28, 28 + len(data) + 4, cid, ttag, off, len(data))
-        self.s.sendall(h + struct.pack("<I", crc32c(h)) + data + struct.pack("<I", crc32c(data) ^ (1 if bad else 0)))
+        self.s.sendall(h2c(cid, ttag, off, data, last, dg=True, corrupt_ddgst=bad))
 
 
 def digest(addr, subnqn):

@@ -117,11 +117,8 @@ stop_target || fail "target exit status"
 # limit leaves beside a reserve, and the rest are refused at accept; the
 # descriptors they would take stay free (4bcf7ad let peers take every one,
 # then accept spun: a core busy and 914k log lines in 4 s).
-: >"$work/target.log" # now, not in the background job: the wait reads it
-"$LAB" -n "$lab" exec target prlimit --nofile=128 "$TARGET" "${TCP[@]}" --subnqn "$NQN" --ns ram:16m \
-  --control "$work/control" --control-ns-dir "$work/ns" >>"$work/target.log" 2>&1 &
-target_pid=$!
-until_within 10 "the target ready" grep -q 'mpnvme-target: ready' "$work/target.log"
+TARGET_WRAP="prlimit --nofile=128" start_target "${TCP[@]}" --subnqn "$NQN" --ns ram:16m \
+  --control "$work/control" --control-ns-dir "$work/ns"
 room=$(sed -n 's/.*leaves room for \([0-9]*\) connections.*/\1/p' "$work/target.log")
 ((room > 0 && room < 64)) && pass "the descriptor limit sets the connection ceiling: $room" ||
   fail "no connection ceiling from ulimit -n 128: $(grep -m1 -i descriptor "$work/target.log")"

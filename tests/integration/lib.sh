@@ -56,11 +56,13 @@ forgive() {
 
 # start_target ARGS...: mpnvme-target in the target namespace, ready when it
 # says so.
+# TARGET_WRAP: words to run the target under (prlimit --nofile=N).
 start_target() {
   # Emptied here, not by the background job's redirection: the wait below
   # could otherwise read the last target's "ready" before it is gone.
   : >"$work/target.log"
-  "$LAB" -n "$lab" exec target "$TARGET" "$@" >>"$work/target.log" 2>&1 &
+  # shellcheck disable=SC2086 # the wrapper's words, split
+  "$LAB" -n "$lab" exec target ${TARGET_WRAP:-} "$TARGET" "$@" >>"$work/target.log" 2>&1 &
   target_pid=$!
   for _ in $(seq 100); do
     grep -q 'mpnvme-target: ready' "$work/target.log" && return 0

@@ -50,11 +50,12 @@ def capsule(s, data=b"", hd=False, dd=False, corrupt_hdgst=False, corrupt_ddgst=
     return out
 
 
-def h2c(cid, ttag, off, data, last=True, dg=False):
+def h2c(cid, ttag, off, data, last=True, dg=False, corrupt_ddgst=False):
     hd = 4 if dg else 0
     flags = (3 if dg else 0) | (4 if last else 0)
     h = struct.pack("<BBBBIHHII4x", 6, flags, 24, 24 + hd, 24 + hd + len(data) + (4 if dg else 0), cid, ttag, off, len(data))
-    return h + (struct.pack("<I", crc32c(h)) if dg else b"") + data + (struct.pack("<I", crc32c(data)) if dg else b"")
+    ddgst = struct.pack("<I", crc32c(data) ^ (1 if corrupt_ddgst else 0)) if dg else b""
+    return h + (struct.pack("<I", crc32c(h)) if dg else b"") + data + ddgst
 
 
 def connect(subnqn, qid=0, cntlid=0xFFFF, host=TEST_HOST, sqsize=31, cattr=0, **kw):
