@@ -10,8 +10,8 @@
 
 namespace mpnvme {
 
-PduReceiver::PduReceiver(PduHandler &handler, pdu::Receiver who, size_t compact_below)
-    : h_(handler), who_(who), compact_below_(compact_below), cur_(kRxStaging) {}
+PduReceiver::PduReceiver(PduHandler &handler, pdu::Receiver who, size_t compact_below, size_t staging)
+    : h_(handler), who_(who), compact_below_(compact_below), cur_(staging) {}
 
 // A guarded destination is entered before a receive may write into it
 // (and left once it did, or failed): a revocation waits for that receive,

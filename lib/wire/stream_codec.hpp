@@ -82,8 +82,9 @@ public:
 class PduReceiver {
 public:
   // `compact_below`: move unprocessed bytes to the front of staging once
-  // less than this is free at its end (1: only when full).
-  PduReceiver(PduHandler &handler, pdu::Receiver who, size_t compact_below);
+  // less than this is free at its end (1: only when full). `staging`: the
+  // staging buffer's first size (widen_staging grows it).
+  PduReceiver(PduHandler &handler, pdu::Receiver who, size_t compact_below, size_t staging = kRxStaging);
   PduReceiver(const PduReceiver &) = delete;
   PduReceiver &operator=(const PduReceiver &) = delete;
 
@@ -94,6 +95,11 @@ public:
   // Where the next receive goes: the rest of a payload straight to its
   // destination, then staging (1 or 2 iovecs).
   size_t rx_iov(iovec iov[2]);
+  // Staging of at least `n` bytes from now on. Only between receives (it
+  // moves the buffer): a driver calls it before rx_iov.
+  void widen_staging(size_t n) {
+    if (cur_.buf.size() < n) cur_.buf.resize(n);
+  }
   // `n` bytes arrived in the iovecs of the last rx_iov; processes them.
   void on_received(size_t n);
   // The receive after the last rx_iov failed (nothing arrived).

@@ -18,7 +18,7 @@ Connection::Connection(Registry &reg, ConnIo &io, int fd, PortState &port, std::
       tx_(kSendRingBeforeConnect),
       // Staging is compacted only when full: a target connection reads far
       // more than it holds, and moving bytes costs more than a short receive.
-      rx_(*this, pdu::Receiver::Controller, 1), sq_(reg, port, *this, peer_) {
+      rx_(*this, pdu::Receiver::Controller, 1, kRxStagingBeforeConnect), sq_(reg, port, *this, peer_) {
   port_counters_.connections++;
 }
 
@@ -36,7 +36,10 @@ void Connection::close(const std::string &why) {
   rx_.stop();
 }
 
-size_t Connection::rx_iov(iovec iov[2]) { return rx_.rx_iov(iov); }
+size_t Connection::rx_iov(iovec iov[2]) {
+  if (sq_.connected()) rx_.widen_staging(kRxStaging);
+  return rx_.rx_iov(iov);
+}
 
 void Connection::on_received(size_t n) {
   if (closing_) return rx_.on_receive_failed();

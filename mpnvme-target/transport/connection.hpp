@@ -133,6 +133,10 @@ private:
   unsigned file_ops_ = 0;
 
   static constexpr size_t kSendRingBeforeConnect = 8;
+  // Before Connect the peer sends an ICReq and one Connect capsule (its
+  // 1 KiB of data goes to the command's buffer): a page of staging holds
+  // that, and kRxStaging comes with the Connect that admits the queue.
+  static constexpr size_t kRxStagingBeforeConnect = 4096;
   std::deque<Cmd> cmds_; // grows as commands come; a deque keeps each where it is
   std::vector<uint16_t> free_;
   SendRing tx_;

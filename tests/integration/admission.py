@@ -10,6 +10,8 @@ closed. Run by admission.sh, which starts the target each case expects.
                                    controller, without the key, writes
   before-connect PID               commands (R2T writes, in-capsule data
                                    past Connect's 1 KiB) before Connect
+  idle-before-connect PID          (no SUBNQN) what 200 connections that
+                                   sent only an ICReq hold
   deny CONTROL HOST READER         host deny while a write of the host's
                                    is waiting for its data
   key CONTROL HOST                 a key set for a connected keyless host
@@ -157,6 +159,18 @@ def before_connect(addr, subnqn, pid):
     check("in-capsule data past Connect's 1 KiB before Connect ends the connection", ended)
     q.close()
     q2.close()
+
+
+def idle_before_connect(addr, pid):
+    # What a connection that said ICReq and nothing more holds: 4bcf7ad
+    # gave it 205 KiB (R2T and data buffers, a full send ring and slot
+    # table), c5f1fb8 84 KiB (64 KiB of receive staging).
+    before = rss_kib(pid)
+    idle = [Queue(addr) for _ in range(200)]
+    per_conn = (rss_kib(pid) - before) / len(idle)
+    check("an idle connection before Connect holds less than 40 KiB", per_conn < 40, f"{per_conn:.0f} KiB each")
+    for q in idle:
+        q.close()
 
 
 def deny(addr, subnqn, ctl, host, reader):
@@ -468,6 +482,8 @@ def main():
         limits(addr, *rest)
     elif case == "descriptors":
         descriptors(addr, *rest)
+    elif case == "idle-before-connect":
+        idle_before_connect(addr, *rest)
     else:
         subnqn = rest[0].encode()
         fn = {"unauth-io-write": unauth_io_write, "before-connect": before_connect, "deny": deny, "key": key,
