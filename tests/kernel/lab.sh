@@ -92,6 +92,9 @@ kernel_dir() {
 }
 
 prepare() {
+  # Tests that boot guests run side by side: one prepares a kernel while
+  # the others wait for it (the lock goes with the process).
+  mkdir -p "$cache" && exec {lock}>"$cache/.prepare.lock" && flock "$lock"
   local kd; kd=$(kernel_dir)
   # The base initramfs is rebuilt when the module list or the guest's
   # scripts change; the kernel package is fetched once.

@@ -41,7 +41,7 @@ host_run() {
   dev=$(sed -n 's/^device //p' <<<"$out")
   # In the host namespace: the controllers' MPTCP sockets are there.
   $LAB exec host mpnvme-iopolicy show >/tmp/$name.show 2>&1
-  fio --name=pairs --filename="$dev" --ioengine=libaio --direct=1 --size=64m "${VERIFY[@]}" "$@" \
+  fio --name=pairs --filename="$dev" --ioengine=libaio --direct=1 --size=32m "${VERIFY[@]}" "$@" \
     --output-format=json --output=/tmp/$name.json >/tmp/$name.log 2>&1
   local rc=$?
   MPNVME_PORT=$port $LAB exec host mpnvme-nvmet disconnect --job "$JOB" >>/tmp/$name.log 2>&1

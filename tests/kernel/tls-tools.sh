@@ -19,6 +19,8 @@ root=$(cd "$here/../.." && pwd)
 cache="$root/.deps/tls-tools"
 tarball="$cache/tls-tools.tar.gz"
 die() { echo "tls-tools: $*" >&2; exit 1; }
+# Guests boot side by side: one fetches, the others wait for its tarball.
+mkdir -p "$cache" && exec {lock}>"$cache/.lock" && flock "$lock"
 [[ -s $tarball ]] && { echo "$tarball"; exit 0; }
 
 # Libraries the programs below need, in both suites' names.
