@@ -18,11 +18,10 @@ DESTDIR ?=
 BUILD ?= build
 BUILD_CHECK ?= build-check
 JOBS ?= $(shell nproc)
-# ctest runs as many tests as there are CPUs. One more (-j3 on 2 cores)
-# took ctest from 1357 s to 1069 s, but with the CPUs saturated a guest's
-# own commands slowed past what kernel_mptcp_four_pairs allows (its
-# blackhole came at 27 s of a 30 s run, asked at 10 s): CHECK_JOBS=3 is
-# for a machine with room. Tests that must not share a lane hold a
+# ctest runs as many tests as there are CPUs: one more saturates a 2-core
+# machine and slows a guest's own commands past what its fault timing
+# allows (docs/measurements.md, "make check's lanes"). CHECK_JOBS=N for a
+# machine with room. Tests that must not share a lane hold a
 # RESOURCE_LOCK (tests/kernel/CMakeLists.txt).
 CHECK_JOBS ?= $(JOBS)
 FIO_SRC ?= $(shell cat .deps/fio-src 2>/dev/null)
