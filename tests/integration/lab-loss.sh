@@ -12,7 +12,10 @@
 #   - per packet: a drop takes a whole GSO packet (several segments);
 #   - a 3 s blackhole (loss 100) mid-stream: the sender's TCP times out or
 #     sends loss probes, what they send leaves its device (and vanishes),
-#     and the stream carries on afterwards.
+#     and the stream carries on afterwards;
+#   - a blackhole scheduled in its rule (loss 1 100 --at 3 --for 2): nothing
+#     vanishes before its window, the sender's timers see it inside, and
+#     after it the stream flows again with nothing dropped.
 source "$(dirname "$0")/lib.sh"
 FLOOR=$MPNVME_BUILD/bench/mpnvme-floor
 PORT=5201
@@ -102,4 +105,37 @@ echo "blackhole: $drops packets dropped; sender: $rto timeouts, $tlp loss probes
   fail "blackhole: $sent packets left the sender's device for $rto timeouts and $tlp probes: dropped before the wire"
 awk -v m="$(jq -r .mib_s "$work/stream.json")" 'BEGIN { exit !(m > 0) }' && pass "the stream went on after the blackhole" ||
   fail "the stream moved nothing"
+# 4. A scheduled blackhole: the window is in the rule (wall clock), so it
+# comes on time however late the lab's next command would run.
+lab_up --paths 1 --rate 300mbit --cc cubic
+sink
+stream write 12 &
+streamer=$!
+until_within 10 "the stream flowing before the window" flowing 1
+"$LAB" -n "$lab" loss 1 100 --at 3 --for 2 || fail "loss 1 100 --at 3 --for 2 refused"
+# Before the window the path still carries the stream (a blackhole in
+# force would stop it at once), and nothing has been dropped.
+flowing 1 && flowed=yes || flowed=no
+before=$(counters)
+looked=$(date +%s)
+read -r from until < <(jq -r '.paths[0].loss_window | "\(.from) \(.until)"' <<<"$before")
+((until == from + 2 && looked < from)) || fail "window $from..$until, looked at $looked: not a 2 s window still ahead"
+drops=$(jq '.directions.to_target.dropped_packets + .directions.to_host.dropped_packets' <<<"$before")
+[[ $flowed == yes ]] && ((drops == 0)) && pass "scheduled blackhole: before its window the stream flows, nothing dropped" ||
+  fail "before the window: flowing $flowed, $drops packets dropped"
+past() { (($(date +%s) >= $1)); }
+until_within 10 "the window's end" past "$until"
+mid=$(counters)
+drops=$(delta "$before" "$mid" '.directions.to_target.dropped_packets')
+rto=$(delta "$before" "$mid" '.directions.to_target.sender_tcp.TcpExtTCPTimeouts')
+tlp=$(delta "$before" "$mid" '.directions.to_target.sender_tcp.TcpExtTCPLossProbes')
+((drops > 0 && rto + tlp > 0)) && pass "scheduled blackhole: $drops packets dropped in its window; the sender timed out $rto times, probed $tlp" ||
+  fail "scheduled blackhole: $drops drops, $rto timeouts, $tlp loss probes in its window"
+until_within 8 "the stream flowing after the window" flowing 1
+a=$(counters)
+flowing 1 && b=$(counters)
+((${b:+1} && $(delta "$a" "${b:-$a}" '.directions.to_target.dropped_packets') == 0)) &&
+  pass "scheduled blackhole: after its window the stream flows and nothing is dropped" ||
+  fail "scheduled blackhole: drops went on after the window"
+wait $streamer
 finish

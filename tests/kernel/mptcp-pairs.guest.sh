@@ -6,7 +6,7 @@
 # (an mptcp port, made by mpnvme-nvmet apply) in the target namespace, and
 # each host (the engine, the kernel host through mpnvme-nvmet connect)
 # against each target from the host namespace: a verify run, then a verify
-# run with path 2 blackholed for 4 s. One line per check on the console,
+# run with path 2 blackholed for 4 s, scheduled in the lab's rule. One line per check on the console,
 # "PAIRS ok: ...", "PAIRS FAIL: ...", then "PAIRS done".
 set -uo pipefail
 export PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
@@ -27,11 +27,13 @@ counter() { $LAB exec "$1" nstat -asz --json | jq ".kernel.$2 // 0"; }
 VERIFY=(--rw=randrw --bs=64k --iodepth=16 --verify=crc32c --verify_fatal=1 --do_verify=1)
 
 # host_run HOST PORT NAME ARGS...: one fio run of HOST (engine or kernel)
-# against the target on PORT; the JSON in /tmp/NAME.json.
+# against the target on PORT; the JSON in /tmp/NAME.json. BEFORE_FIO: a
+# command run just before fio starts (after the kernel host connected).
 host_run() {
   local host=$1 port=$2 name=$3 dev out
   shift 3
   if [[ $host == engine ]]; then
+    ${BEFORE_FIO:-}
     MPNVME_PORT=$port MPNVME_PATH_STATS=/tmp/$name.paths $LAB exec host env ${PRELOAD:+LD_PRELOAD=$PRELOAD} fio "$JOB" \
       "${VERIFY[@]}" "$@" --output-format=json --output=/tmp/$name.json >/tmp/$name.log 2>&1
     return
@@ -41,6 +43,7 @@ host_run() {
   dev=$(sed -n 's/^device //p' <<<"$out")
   # In the host namespace: the controllers' MPTCP sockets are there.
   $LAB exec host mpnvme-iopolicy show >/tmp/$name.show 2>&1
+  ${BEFORE_FIO:-}
   fio --name=pairs --filename="$dev" --ioengine=libaio --direct=1 --size=32m "${VERIFY[@]}" "$@" \
     --output-format=json --output=/tmp/$name.json >/tmp/$name.log 2>&1
   local rc=$?
@@ -80,23 +83,22 @@ pair() {
     bad "$name: mpnvme-iopolicy show: $(tr '\n' ' ' </tmp/$name.show)"; }
 
   local timeouts=$(($(counter target TcpExtTCPTimeouts) + $(counter host TcpExtTCPTimeouts)))
-  # Counted before the run: the lab's commands are slow once the emulated
-  # CPU is busy with it.
   local drops=$($LAB counters --json | jq '.directions.to_target.dropped_packets + .directions.to_host.dropped_packets')
-  host_run "$host" "$port" "$name-blackhole" --time_based=1 --runtime=30 &
-  local fio=$! start=$SECONDS
-  sleep 10
-  $LAB loss 2 100 >/dev/null
-  local cut=$SECONDS
-  sleep 4
-  $LAB loss 2 0 >/dev/null
-  echo "PAIRS $name: path 2 blackholed from $((cut - start)) s to $((SECONDS - start)) s of the run (asked at 10 s)"
-  # The lab's commands are slow on the busy emulated CPU: the run must
-  # still be going when the path came back, or the fault missed it.
-  kill -0 $fio 2>/dev/null || bad "$name: the run was over before path 2 came back: the blackhole missed it"
-  drops=$(($($LAB counters --json | jq '.directions.to_target.dropped_packets + .directions.to_host.dropped_packets') - drops))
-  wait $fio
+  # The blackhole is scheduled in its rule just before fio starts (from 8
+  # to 12 s of the run): a lab command run at the time would come late
+  # on the emulated CPU that fio and the target keep busy.
+  BEFORE_FIO="$LAB loss 2 100 --at 8 --for 4" host_run "$host" "$port" "$name-blackhole" --time_based=1 --runtime=22
   rc=$?
+  local window
+  window=$($LAB counters --json | jq -r '.paths[1].loss_window | "\(.from) \(.until)"')
+  $LAB loss 2 0 >/dev/null
+  # fio's run (its report's time less the elapsed seconds) held the window.
+  local from until ran_from ran_until
+  read -r from until <<<"$window"
+  read -r ran_from ran_until < <(sed -n '/^{/,$p' "/tmp/$name-blackhole.json" | jq -r '"\(.timestamp - .jobs[0].elapsed) \(.timestamp)"')
+  echo "PAIRS $name: path 2 blackholed from $((from - ran_from)) s to $((until - ran_from)) s of a run of $((ran_until - ran_from)) s"
+  ((ran_from < from && until < ran_until)) || bad "$name: the blackhole ($from..$until) fell outside the run ($ran_from..$ran_until)"
+  drops=$(($($LAB counters --json | jq '.directions.to_target.dropped_packets + .directions.to_host.dropped_packets') - drops))
   timeouts=$(($(counter target TcpExtTCPTimeouts) + $(counter host TcpExtTCPTimeouts) - timeouts))
   v=$(passed $rc "$name-blackhole") && ok "$name: path 2 blackholed for 4 s: 0 I/O errors, verify passed ($v bytes)"
   # The fault as a network makes it: the senders' own timers saw it.
