@@ -95,9 +95,10 @@ pair() {
   # fio's run (its report's time less the elapsed seconds) held the window.
   local from until ran_from ran_until
   read -r from until <<<"$window"
-  read -r ran_from ran_until < <(sed -n '/^{/,$p' "/tmp/$name-blackhole.json" | jq -r '"\(.timestamp - .jobs[0].elapsed) \(.timestamp)"')
+  # (no process substitution: the guest has no /dev/fd)
+  read -r ran_from ran_until <<<"$(sed -n '/^{/,$p' "/tmp/$name-blackhole.json" | jq -r '"\(.timestamp - .jobs[0].elapsed) \(.timestamp)"')"
   echo "PAIRS $name: path 2 blackholed from $((from - ran_from)) s to $((until - ran_from)) s of a run of $((ran_until - ran_from)) s"
-  ((ran_from < from && until < ran_until)) || bad "$name: the blackhole ($from..$until) fell outside the run ($ran_from..$ran_until)"
+  ((${ran_from:-0} < from && until < ${ran_until:-0})) || bad "$name: the blackhole ($from..$until) fell outside the run ($ran_from..$ran_until)"
   drops=$(($($LAB counters --json | jq '.directions.to_target.dropped_packets + .directions.to_host.dropped_packets') - drops))
   timeouts=$(($(counter target TcpExtTCPTimeouts) + $(counter host TcpExtTCPTimeouts) - timeouts))
   v=$(passed $rc "$name-blackhole") && ok "$name: path 2 blackholed for 4 s: 0 I/O errors, verify passed ($v bytes)"
@@ -160,5 +161,8 @@ main() {
   grep -qE 'ERROR: (Address|Undefined)Sanitizer|runtime error:' /tmp/target.log && bad "sanitizer report in mpnvme-target"
   mpnvme-nvmet clear >/dev/null 2>&1
 }
+# "PAIRS done" however the script ends, with a failure when it ended early
+# (an unset variable, a command that killed it): the test waits for it.
+trap 'rc=$?; [[ -n ${finished:-} ]] || bad "the guest script stopped early (status $rc)"; echo "PAIRS done"' EXIT
 main
-echo "PAIRS done"
+finished=1
