@@ -133,8 +133,7 @@ tlp=$(delta "$before" "$mid" '.directions.to_target.sender_tcp.TcpExtTCPLossProb
   fail "scheduled blackhole: $drops drops, $rto timeouts, $tlp loss probes in its window"
 until_within 8 "the stream flowing after the window" flowing 1
 a=$(counters)
-flowing 1 && b=$(counters)
-((${b:+1} && $(delta "$a" "${b:-$a}" '.directions.to_target.dropped_packets') == 0)) &&
+flowing 1 && b=$(counters) && (($(delta "$a" "$b" '.directions.to_target.dropped_packets') == 0)) &&
   pass "scheduled blackhole: after its window the stream flows and nothing is dropped" ||
   fail "scheduled blackhole: drops went on after the window"
 wait $streamer

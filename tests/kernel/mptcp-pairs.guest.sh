@@ -6,8 +6,9 @@
 # (an mptcp port, made by mpnvme-nvmet apply) in the target namespace, and
 # each host (the engine, the kernel host through mpnvme-nvmet connect)
 # against each target from the host namespace: a verify run, then a verify
-# run with path 2 blackholed for 4 s, scheduled in the lab's rule. One line per check on the console,
-# "PAIRS ok: ...", "PAIRS FAIL: ...", then "PAIRS done".
+# run with path 2 blackholed for 4 s, scheduled in the lab's rule. One
+# line per check on the console, "PAIRS ok: ...", "PAIRS FAIL: ...", then
+# "PAIRS done".
 set -uo pipefail
 export PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 LAB="bash /files/mpnvme-lab -n p"
@@ -22,6 +23,8 @@ ok() { echo "PAIRS ok: $*"; }
 bad() { echo "PAIRS FAIL: $*" >&2; } # stderr: out of $(...) captures
 # A counter of one lab namespace (nstat, absolute).
 counter() { $LAB exec "$1" nstat -asz --json | jq ".kernel.$2 // 0"; }
+# The lab's drops in both directions, from one counters --json.
+DROPS='.directions.to_target.dropped_packets + .directions.to_host.dropped_packets'
 
 # verify fio flags, the same for the engine and the kernel host
 VERIFY=(--rw=randrw --bs=64k --iodepth=16 --verify=crc32c --verify_fatal=1 --do_verify=1)
@@ -83,23 +86,23 @@ pair() {
     bad "$name: mpnvme-iopolicy show: $(tr '\n' ' ' </tmp/$name.show)"; }
 
   local timeouts=$(($(counter target TcpExtTCPTimeouts) + $(counter host TcpExtTCPTimeouts)))
-  local drops=$($LAB counters --json | jq '.directions.to_target.dropped_packets + .directions.to_host.dropped_packets')
+  local drops=$($LAB counters --json | jq "$DROPS")
   # The blackhole is scheduled in its rule just before fio starts (from 8
   # to 12 s of the run): a lab command run at the time would come late
   # on the emulated CPU that fio and the target keep busy.
   BEFORE_FIO="$LAB loss 2 100 --at 8 --for 4" host_run "$host" "$port" "$name-blackhole" --time_based=1 --runtime=22
   rc=$?
-  local window
-  window=$($LAB counters --json | jq -r '.paths[1].loss_window | "\(.from) \(.until)"')
+  # One look at the lab after the run: the window and the drops.
+  local after from until ran_from ran_until
+  after=$($LAB counters --json)
   $LAB loss 2 0 >/dev/null
   # fio's run (its report's time less the elapsed seconds) held the window.
-  local from until ran_from ran_until
-  read -r from until <<<"$window"
+  read -r from until <<<"$(jq -r '.paths[1].loss_window | "\(.from) \(.until)"' <<<"$after")"
   # (no process substitution: the guest has no /dev/fd)
   read -r ran_from ran_until <<<"$(sed -n '/^{/,$p' "/tmp/$name-blackhole.json" | jq -r '"\(.timestamp - .jobs[0].elapsed) \(.timestamp)"')"
   echo "PAIRS $name: path 2 blackholed from $((from - ran_from)) s to $((until - ran_from)) s of a run of $((ran_until - ran_from)) s"
   ((${ran_from:-0} < from && until < ${ran_until:-0})) || bad "$name: the blackhole ($from..$until) fell outside the run ($ran_from..$ran_until)"
-  drops=$(($($LAB counters --json | jq '.directions.to_target.dropped_packets + .directions.to_host.dropped_packets') - drops))
+  drops=$(($(jq "$DROPS" <<<"$after") - drops))
   timeouts=$(($(counter target TcpExtTCPTimeouts) + $(counter host TcpExtTCPTimeouts) - timeouts))
   v=$(passed $rc "$name-blackhole") && ok "$name: path 2 blackholed for 4 s: 0 I/O errors, verify passed ($v bytes)"
   # The fault as a network makes it: the senders' own timers saw it.
