@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Dispatch over the command table, `help` from it, and the rule that no
-// reply repeats a word it was given: whatever a handler's message says,
-// the reply names each given word by its place instead (a key pasted in
-// the wrong place cannot come back in an error, a log of replies cannot
-// leak one).
+// reply repeats a word it was given, or a part of one: whatever a
+// handler's message says, the reply names each given word by its place
+// instead (a key pasted in the wrong place cannot come back in an error, a
+// log of replies cannot leak one).
 #include <algorithm>
 #include <fmt/format.h>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -32,19 +33,34 @@ std::string help() {
   return out;
 }
 
-// Every given word (and the value of a NAME=VALUE word) of 3 bytes or more
-// replaced by its place in `reply`; shorter ones (a port number, a group)
-// are no secret and too common to take out. One pass, longest match first
-// at each position: a placeholder is never searched again.
-std::string redact(const std::string &reply, const std::vector<std::string> &words, size_t first) {
-  std::vector<std::pair<std::string, std::string>> values; // text, placeholder
-  for (size_t i = first; i < words.size(); i++) {
-    const std::string &w = words[i];
-    const size_t eq = w.find('=');
-    const std::string place = fmt::format("<argument {}>", i + 1);
-    for (const std::string &v : {w, eq == std::string::npos ? std::string() : w.substr(eq + 1)})
-      if (v.size() >= 3) values.emplace_back(v, place);
+// The parts of a given word a handler's message may quote: the word, what
+// follows its first ':' or '=' (the size of "ram:SIZE", the value of
+// NAME=VALUE), and each piece between ':', '=' and ',' (an attribute of
+// "ram:1g,uuid=U") but the names ("ram", "uuid"), which the refusal must
+// still be able to say. Linear in the word, so a long line stays cheap.
+std::vector<std::string> quotable_parts(const std::string &w) {
+  std::vector<std::string> out{w};
+  const size_t first = w.find_first_of(":=");
+  if (first != std::string::npos) out.push_back(w.substr(first + 1));
+  for (size_t start = 0; start < w.size();) {
+    const size_t end = std::min(w.find_first_of(":=,", start), w.size());
+    const bool name = end < w.size() && (w[end] == '=' || (start == 0 && w[end] == ':'));
+    if (!name && (start > 0 || end < w.size())) out.push_back(w.substr(start, end - start));
+    start = end + 1;
   }
+  return out;
+}
+
+// Every quotable part (quotable_parts) of 3 bytes or more replaced by its
+// word's place in `reply`; shorter ones (a port number, a group) are no
+// secret and too common to take out. One pass, longest match first at each
+// position: a placeholder is never searched again.
+std::string redact(const std::string &reply, const std::vector<std::string> &words, size_t first) {
+  std::map<std::string, std::string> parts; // text -> placeholder, each text once
+  for (size_t i = first; i < words.size(); i++)
+    for (std::string &v : quotable_parts(words[i]))
+      if (v.size() >= 3) parts.emplace(std::move(v), fmt::format("<argument {}>", i + 1));
+  std::vector<std::pair<std::string, std::string>> values(parts.begin(), parts.end());
   std::sort(values.begin(), values.end(), [](const auto &a, const auto &b) { return a.first.size() > b.first.size(); });
   // The status word stays as it is: a given word ("or:") must not turn
   // "error:" into something a client cannot read as a refusal.

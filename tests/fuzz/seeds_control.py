@@ -31,5 +31,8 @@ lines = {
     "unknown": "subsystem frobnicate\nfrobnicate\nhost",
     # fuzz_control's finding: the given word "or:" redacted inside "error:"
     "status-word": "port or: port: argument 2 is not a port of this target",
+    # fuzz_control's finding: a size's text (the part after "null:") quoted
+    # with a key inside it
+    "size-part": f"subsystem add nqn.2026-12.io.mpnvme:r null:1zm.{KEY}",
 }
 write_seeds(sys.argv[1], {k: v.encode() for k, v in lines.items()})
