@@ -45,7 +45,7 @@ build: $(BUILD)/CMakeCache.txt
 	@cmake --build $(BUILD) -j$(JOBS)
 
 $(BUILD_CHECK)/CMakeCache.txt: | deps
-	@cmake -S . -B $(BUILD_CHECK) -DCMAKE_BUILD_TYPE=Debug -DMPNVME_SANITIZE=ON -DFIO_SRC="$$(cat .deps/fio-src)" >/dev/null
+	@cmake -S . -B $(BUILD_CHECK) -DCMAKE_BUILD_TYPE=Debug -DMPNVME_SANITIZE=ON -DCMAKE_UNITY_BUILD=ON -DFIO_SRC="$$(cat .deps/fio-src)" >/dev/null
 
 check: deps $(BUILD_CHECK)/CMakeCache.txt
 	@cmake --build $(BUILD_CHECK) -j$(JOBS)
