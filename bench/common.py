@@ -5,6 +5,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import socket
 import statistics
 import subprocess
@@ -120,6 +121,19 @@ def cpu_seconds(pid):
     """User + system CPU seconds of a process so far (/proc/PID/stat)."""
     fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def sleeps(pid):
+    """Times the threads of a process have slept so far (voluntary context
+    switches, summed over /proc/PID/task: the event loops are threads of
+    their own)."""
+    total = 0
+    for status in pathlib.Path(f"/proc/{pid}/task").glob("*/status"):
+        try:
+            total += int(re.search(r"^voluntary_ctxt_switches:\s+(\d+)", status.read_text(), re.M).group(1))
+        except FileNotFoundError:  # a thread that ended meanwhile
+            pass
+    return total
 
 
 class Samples:

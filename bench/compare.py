@@ -99,7 +99,7 @@ def loopback(refs, builds, runs, work):
                 for k in turns(i):
                     _, build_dir = builds[k]
                     with floor_experiment.target([], work, target_program(build_dir)) as (port, pid):
-                        stats, _, _ = floor_experiment.fio(port, pid, [*opts, f"--transport={tr}"], LOOPBACK_SECONDS, work,
+                        stats, *_ = floor_experiment.fio(port, pid, [*opts, f"--transport={tr}"], LOOPBACK_SECONDS, work,
                                                            engine=build_dir / "engine" / "fio-mpnvme.so")
                     ratios[k].append(stats["clat_ns"]["percentile"]["50.000000"] / 1000 / floors[-1]["p50_us"] if depth == 1
                                      else stats["iops"] / floors[-1]["per_second"])

@@ -15,7 +15,7 @@ import signal
 import subprocess
 
 import tls_cost
-from common import CONTROL_BEATEN, ENGINE_GAP, check_placement, control_flag, fio_env, ENGINE, FIO_CPU, FLOOR, STEADY_LOG_MS, TARGET, TARGET_CPU, cpu_seconds, die, fio_json, free_port, log_rate, median_spread, stop, wait_ready
+from common import CONTROL_BEATEN, ENGINE_GAP, check_placement, control_flag, fio_env, ENGINE, FIO_CPU, FLOOR, STEADY_LOG_MS, TARGET, TARGET_CPU, cpu_seconds, die, sleeps, fio_json, free_port, log_rate, median_spread, stop, wait_ready
 
 NQN = "nqn.2026-11.io.mpnvme:bench"
 RAMP_S = 1  # fio warm-up before each measured run
@@ -39,11 +39,11 @@ def target(extra, work, program=TARGET):
 
 def fio(port, pid, opts, seconds, work, engine=ENGINE):
     """One fio run of the engine on CPU 1; returns (the workload's direction's
-    stats, fio CPU s, target CPU s)."""
+    stats, fio CPU s, target CPU s, times the target slept)."""
     out, logs = work / "fio.json", work / "fio-log"
     for old in work.glob("fio-log_*.log"):
         old.unlink()
-    t0 = cpu_seconds(pid)
+    t0, s0 = cpu_seconds(pid), sleeps(pid)
     cmd = ["taskset", "-c", str(FIO_CPU), "fio", "--name=bench", f"--ioengine=external:{engine}", "--traddr=127.0.0.1",
            f"--trsvcid={port}", f"--subnqn={NQN}", "--rw=randread", "--size=1g", "--time_based=1", f"--runtime={seconds}",
            f"--ramp_time={RAMP_S}", "--output-format=json", f"--output={out}", f"--write_bw_log={logs}", f"--write_iops_log={logs}",
@@ -59,7 +59,7 @@ def fio(port, pid, opts, seconds, work, engine=ENGINE):
     # experiment reports them; latency percentiles stay fio's.
     rates = {"iops": log_rate(sorted(work.glob("fio-log_iops.*.log"))),
              "bw_bytes": log_rate(sorted(work.glob("fio-log_bw.*.log"))) * 1024}
-    return job[ddir] | rates, fio_cpu, cpu_seconds(pid) - t0
+    return job[ddir] | rates, fio_cpu, cpu_seconds(pid) - t0, sleeps(pid) - s0
 
 
 def floor_tool(args, server_cpu=TARGET_CPU, client_cpu=FIO_CPU):
@@ -111,7 +111,8 @@ def engine_cell(name, tmode, tr, mode, cell, floors):
          "p50_us": median_spread([r[0]["clat_ns"]["percentile"]["50.000000"] / 1000 for r in rows]),
          "p99_us": median_spread([r[0]["clat_ns"]["percentile"]["99.000000"] / 1000 for r in rows]),
          "fio_cpu_us_per_io": median_spread([r[1] * 1e6 / n for r, n in zip(rows, ios)]),
-         "target_cpu_us_per_io": median_spread([r[2] * 1e6 / n for r, n in zip(rows, ios)])}
+         "target_cpu_us_per_io": median_spread([r[2] * 1e6 / n for r, n in zip(rows, ios)]),
+         "target_sleeps_per_kio": median_spread([r[3] * 1e3 / n for r, n in zip(rows, ios)])}
     if cell["controls"]:
         e["control_mib_s"] = median_spread(cell["controls"])
     if floors:
@@ -290,7 +291,8 @@ def poll_against_event(res):
         if t != "event" or not po:
             continue
         rows.append({"workload": w, "transport": tr, "poll": m,
-                     "iops_ratio": median_spread([p / q for p, q in zip(po["iops"]["runs"], ev["iops"]["runs"])])})
+                     "iops_ratio": median_spread([p / q for p, q in zip(po["iops"]["runs"], ev["iops"]["runs"])]),
+                     "event_sleeps_per_kio": ev.get("target_sleeps_per_kio", {}).get("median")})
     return rows
 
 
@@ -364,9 +366,13 @@ def report(res, runs):
                      f"{fmt_ms(r['cost_us'])} | {fmt_ratio(r['per_floor'])} |")
     lines += ["", "### --poll against the event loop", "",
               "IOPS of `--poll` over the event loop's, run by run (the two took turns in every round); above 1 --poll "
-              "was faster:", "", "| workload | transport | engine poll | --poll / event loop |", "|---|---|---|---|"]
+              "was faster. Both run one loop; --poll only never sleeps, so where the event loop slept about never "
+              "(its sleeps per 1000 I/Os, all its threads, median) the two run the same code and the ratio is this "
+              "machine's drift between turns:", "",
+              "| workload | transport | engine poll | --poll / event loop | event loop sleeps / 1k I/O |", "|---|---|---|---|---|"]
     for r in res["poll_vs_event"]:
-        lines.append(f"| {r['workload']} | {r['transport']} | {r['poll']} | {fmt_ratio(r['iops_ratio'])} |")
+        lines.append(f"| {r['workload']} | {r['transport']} | {r['poll']} | {fmt_ratio(r['iops_ratio'])} | "
+                     f"{'?' if r['event_sleeps_per_kio'] is None else format(r['event_sleeps_per_kio'], '.2f')} |")
     if res.get("connect"):
         c = res["connect"]
         lines += ["", "### Time to connect, with and without DH-HMAC-CHAP", "",
