@@ -70,7 +70,7 @@ ControllerConfig Session::controller_config(size_t path) const {
   c.mptcp_join_wait = o_.mptcp_join_wait;
   c.auth = o_.auth;
   c.tls = o_.tls;
-  c.queues_wanted = static_cast<uint16_t>(std::clamp(job_.job_number, 64u, 1024u));
+  c.queues_wanted = static_cast<uint16_t>(std::clamp(std::max(job_.job_number, 1u) * o_.nr_io_queues, 64u, 1024u));
   return c;
 }
 
@@ -162,16 +162,19 @@ void Session::open() {
   ev.data.u64 = UINT64_MAX; // the wake-up eventfd
   epoll_ctl(epfd_, EPOLL_CTL_ADD, wake_fd_, &ev);
 
-  paths_.resize(o_.paths.size());
-  for (size_t i = 0; i < paths_.size(); i++)
-    paths_[i].ctrl = acquire_controller(controller_config(i));
+  const size_t routes = o_.paths.size();
+  paths_.resize(routes * o_.nr_io_queues);
+  for (size_t e = 0; e < paths_.size(); e++) {
+    paths_[e].route = e % routes;
+    paths_[e].ctrl = e < routes ? acquire_controller(controller_config(e)) : paths_[e % routes].ctrl;
+  }
 
   // The first live path defines the namespace; every other live path must
   // reach the same one. Paths still connecting are checked when they come.
   std::optional<NamespaceInfo> ref;
   size_t ref_path = 0;
   std::string down;
-  for (size_t i = 0; i < paths_.size(); i++) {
+  for (size_t i = 0; i < routes; i++) {
     HostController &c = *paths_[i].ctrl;
     if (c.state() != CtrlState::Live) {
       down += fmt::format("{}{}: {}", down.empty() ? "" : "; ", c.label(), c.reason());
@@ -193,18 +196,20 @@ void Session::open() {
 
   const unsigned slots = queue_slots(ref->mqes);
 
-  // The job's I/O queue id is its fio job number where the controller has
-  // it free (see fio-mpnvme(7), QUEUE IDS).
-  const auto qid = static_cast<uint16_t>(job_.job_number ? job_.job_number : 1);
+  // The job's I/O queue ids follow its fio job number where the controller
+  // has them free (see fio-mpnvme(7), QUEUE IDS).
+  const unsigned first_qid = (std::max(job_.job_number, 1u) - 1) * o_.nr_io_queues + 1;
   const int node = current_numa_node();
   const auto now = Clock::now();
-  for (size_t i = 0; i < paths_.size(); i++) {
-    Path &p = paths_[i];
+  for (size_t e = 0; e < paths_.size(); e++) {
+    Path &p = paths_[e];
+    const size_t i = p.route;
+    const auto qid = static_cast<uint16_t>(first_qid + e / routes);
     p.att = p.ctrl->attach(qid, static_cast<uint16_t>(slots), o_.nsid, ref->ns.ids, wake_fd_);
     p.label = fmt::format("{} qid {}", p.ctrl->label(), p.att->qid);
     p.stats.path = o_.paths[i].display();
     p.down_since = now;
-    adopt(i, now);
+    adopt(e, now);
     if (p.ch) {
       const std::string ifname = o_.host_iface[i].empty() ? interface_of_socket(p.ch->fd()) : o_.host_iface[i];
       p.numa_distance = numa_distance(node, interface_numa_node(ifname));
@@ -213,15 +218,15 @@ void Session::open() {
       log().warn("job {} {}: not connected yet ({}); it joins when it connects", job_.name, p.label, p.ctrl->reason());
     }
   }
-  views_.resize(paths_.size());
+  views_.resize(routes);
   requests_.resize(std::max(job_.iodepth, 1u));
   for (Request &r : requests_)
     r.cmd.cookie = &r;
   dsm_.resize(requests_.size());
   ready_.reserve(requests_.size() * 2);
   if (paths_.size() > 1)
-    log().info("job {}: mpnvme {}, {} paths, iopolicy {}: {}", job_.name, MPNVME_VERSION, paths_.size(),
-               iopolicy_name(o_.iopolicy), path_states());
+    log().info("job {}: mpnvme {}, {} path(s) x {} I/O queue(s), iopolicy {}: {}", job_.name, MPNVME_VERSION, routes,
+               o_.nr_io_queues, iopolicy_name(o_.iopolicy), path_states());
   opened_ = true;
 }
 

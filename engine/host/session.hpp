@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
-// The host side of one fio job: one I/O queue on each path's controller,
-// the I/O policy that picks a path per command, and the multipath rules
+// The host side of one fio job: nr_io_queues I/O queues on each path's
+// controller, the I/O policy that picks a path per command (then the
+// path's queue with the fewest commands in flight), and the multipath rules
 // that decide what a completion means (complete, retry, fail over) before
 // fio sees an errno. Commands that have no usable path wait for one, within
 // fast_io_fail_tmo / ctrl_loss_tmo; every command has an io_timeout
@@ -70,7 +71,11 @@ private:
     Clock::time_point issued{}, deadline{}, waiting_since{};
     uint8_t retries = 0;
   };
+  // One I/O queue of the job: paths_ holds nr_io_queues of them per traddr
+  // path, queue-major (entry k * paths + i is queue k of path i), so that
+  // the first `paths` entries are one per path.
   struct Path {
+    size_t route = 0; // its traddr path (o_.paths index)
     std::shared_ptr<HostController> ctrl;
     std::shared_ptr<IoAttachment> att;
     std::unique_ptr<Channel> ch;
@@ -104,6 +109,7 @@ private:
   bool build(const mpnvme_io &io, Request &r, int &error);
   bool usable(const Path &p) const;
   int pick_path(uint64_t bytes);
+  int least_busy_queue(size_t route) const;
   bool submit(Request &r);
   void harvest(size_t path, Clock::time_point now);
   void finish(Request &r, const Completion &c, Clock::time_point now);
@@ -124,7 +130,7 @@ private:
   std::string job_name_;
   std::vector<Path> paths_;
   PathSelector selector_;
-  std::vector<PathView> views_;
+  std::vector<PathView> views_;   // one per traddr path
   std::vector<Request> requests_; // by fio io_u index
   std::deque<Request *> waiting_; // no usable path yet (or a retry to place)
   std::vector<Ready> ready_;

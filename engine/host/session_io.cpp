@@ -94,20 +94,37 @@ bool Session::usable(const Path &p) const {
   return ana_usable(p.att->ana.load(std::memory_order_relaxed)) && p.att->ana_pending.load(std::memory_order_relaxed) == 0;
 }
 
+// The policy sees each traddr path as the sum of the job's queues on it
+// (queue-depth: the whole controller, as the kernel counts); the command
+// then takes that path's usable queue with the fewest in flight.
 int Session::pick_path(uint64_t bytes) {
   if (paths_.size() == 1) return usable(paths_[0]) ? 0 : -1;
   const bool qd = o_.iopolicy == IoPolicy::QueueDepth;
-  for (size_t i = 0; i < paths_.size(); i++) {
-    const Path &p = paths_[i];
-    PathView &v = views_[i];
-    v.usable = usable(p);
-    v.optimized = p.att->ana.load(std::memory_order_relaxed) == AnaState::Optimized;
-    v.inflight = qd ? p.ctrl->nr_active.load(std::memory_order_relaxed) : p.inflight;
-    v.inflight_bytes = p.inflight_bytes;
-    v.bytes_per_sec = p.rate.bytes_per_sec();
-    v.numa_distance = p.numa_distance;
+  for (size_t i = 0; i < views_.size(); i++) {
+    views_[i] = PathView{};
+    views_[i].numa_distance = paths_[i].numa_distance;
+    if (qd) views_[i].inflight = paths_[i].ctrl->nr_active.load(std::memory_order_relaxed);
   }
-  return selector_.choose(views_, bytes);
+  for (const Path &p : paths_) {
+    PathView &v = views_[p.route];
+    if (!usable(p)) continue;
+    v.usable = true;
+    v.optimized = v.optimized || p.att->ana.load(std::memory_order_relaxed) == AnaState::Optimized;
+    if (!qd) v.inflight += p.inflight;
+    v.inflight_bytes += p.inflight_bytes;
+    v.bytes_per_sec += p.rate.bytes_per_sec();
+  }
+  const int route = selector_.choose(views_, bytes);
+  if (route < 0 || o_.nr_io_queues == 1) return route;
+  return least_busy_queue(static_cast<size_t>(route));
+}
+
+int Session::least_busy_queue(size_t route) const {
+  int best = -1;
+  for (size_t e = route; e < paths_.size(); e += views_.size())
+    if (usable(paths_[e]) && (best < 0 || paths_[e].inflight < paths_[static_cast<size_t>(best)].inflight))
+      best = static_cast<int>(e);
+  return best;
 }
 
 // Put `r` on a path. False when no path is usable or the chosen path's

@@ -147,6 +147,12 @@ constexpr EngineOption kOptions[] = {
       {}},
      APPLY(const std::string accepted = fmt::format("0 (from iodepth) or 2..{}", kMaxQueueSize);
            d.e.queue_size = number(name, v, 0, kMaxQueueSize, accepted); if (d.e.queue_size == 1) throw bad(name, v, accepted))},
+    {{"nr_io_queues",
+      "I/O queues per path",
+      "1",
+      "I/O queues (connections) of this job on each path, 1..64, as nvme connect's nr_io_queues; commands spread over them",
+      {}},
+     APPLY(d.e.nr_io_queues = number(name, v, 1, kMaxIoQueuesPerPath, fmt::format("1..{}", kMaxIoQueuesPerPath)))},
     {{"kato", "Keep alive timeout", "5", "Keep alive timeout in seconds, 0..3600 (Keep Alive sent every kato/2; 0 disables)", {}},
      APPLY(d.e.kato_ms = 1000 * number(name, v, 0, 3600, "seconds 0..3600 (0 disables keep-alive)"))},
     {{"hdr_digest", "Header digest", "0", "Negotiate CRC32C header digests", {kNo, kYes}},

@@ -45,6 +45,7 @@ struct RecoveryOptions {
 };
 
 constexpr unsigned kMaxQueueSize = 1024;
+constexpr unsigned kMaxIoQueuesPerPath = 64;
 
 // Every engine option, converted and checked. The defaults are the table's:
 // a default-constructed EngineOptions is not a valid configuration.
@@ -56,7 +57,8 @@ struct EngineOptions {
   uint32_t nsid = 0;
   // One entry per path (aligned with `paths`; "" = not bound).
   std::vector<std::string> host_traddr, host_iface;
-  unsigned queue_size = 0; // 0: derived from iodepth
+  unsigned queue_size = 0;   // 0: derived from iodepth
+  unsigned nr_io_queues = 1; // I/O queues of the job per path
   unsigned kato_ms = 0;
   pdu::Digests digests;
   PriorityPairs sk_priority, tos;

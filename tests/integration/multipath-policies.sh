@@ -49,6 +49,19 @@ run_split threads --traddr="$ALL" --iopolicy=round-robin --iodepth=16 --numjobs=
   fail "queue ids $(jq -s -c '[.[].paths[0].qid]' "$work/threads.paths")"
 all_within "$engine_pct" 22 28 || fail "threads: round-robin split [$engine_pct]"
 
+# nr_io_queues=2: two I/O queues of the job on each path, each its own
+# connection (ids 1 and 2 on every path), all carrying verified I/O; the
+# host holds 3 connections per path while it runs (the admin queue and 2).
+run_fio queues --traddr="$ALL" --transport=tcp --iopolicy=round-robin --rw=randrw --bs=16k --iodepth=32 --size=256m \
+  --nr_io_queues=2 --verify=crc32c --verify_fatal=1 --do_verify=1 --path_stats="$work/queues.paths" >/dev/null &
+fio_pid=$!
+three_on_path1() { [[ $(in_host ss -Htn state established dst 10.1.1.1 | wc -l) == 3 ]]; }
+until_within 10 "3 connections to path 1" three_on_path1 && pass "nr_io_queues=2: 3 connections on path 1"
+wait $fio_pid || fail "nr_io_queues=2: fio exited $?"
+jq -e '.paths | length == 8 and all(.commands > 0) and ([.[].qid] | sort == [1, 1, 1, 1, 2, 2, 2, 2])' \
+  "$work/queues.paths" >/dev/null && pass "nr_io_queues=2: 8 queues over 4 paths carry verified I/O" ||
+  fail "nr_io_queues=2: $(jq -c '[.paths[] | {path, qid, commands}]' "$work/queues.paths")"
+
 # Data integrity across paths: writes and reads of one job spread over four
 # paths, verified.
 run_fio verify --traddr="$ALL" --transport=tcp --iopolicy=round-robin --rw=randrw --bsrange=4k-256k --iodepth=32 \

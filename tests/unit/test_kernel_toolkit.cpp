@@ -127,6 +127,8 @@ static void job_defaults_are_the_engines(void **) {
   assert_int_equal(r.fast_io_fail_tmo, -1);
   assert_int_equal(r.tos, -1);
   assert_int_equal(r.so_priority, -1);
+  // nr_io_queues= multiplies each job's queues, as in the engine.
+  assert_int_equal(from_job({job({{"numjobs", "2"}, {"nr_io_queues", "3"}}), job({})}).nr_io_queues, 7);
   // queue_size= wins over iodepth, as in the engine.
   assert_int_equal(from_job({job({{"iodepth", "4"}, {"queue_size", "128"}})}).queue_size, 128);
 }

@@ -34,6 +34,7 @@ const std::map<std::string, const char *> kFate = {
     {"host_traddr", nullptr},
     {"host_iface", nullptr},
     {"queue_size", nullptr},
+    {"nr_io_queues", nullptr},
     {"kato", nullptr},
     {"hdr_digest", nullptr},
     {"data_digest", nullptr},
@@ -99,12 +100,12 @@ std::vector<std::string> options_with_a_fate() {
 std::vector<std::string> connect_options_from_job(ConnectRequest &r, const EngineOptions &e, const std::vector<JobSection> &jobs,
                                                   const std::string &path) {
   std::vector<std::string> notes;
-  // The engine opens one I/O queue per fio job on every path, each with
-  // queue_size entries (iodepth when unset): the kernel gets as many
-  // queues (it keeps at most one per CPU) of the same size.
+  // The engine opens nr_io_queues I/O queues per fio job on every path,
+  // each with queue_size entries (iodepth when unset): the kernel gets as
+  // many queues (it keeps at most one per CPU) of the same size.
   unsigned queues = 0, depth = 0;
   for (const auto &j : jobs) {
-    queues += fio_number(j, "numjobs", 1, path);
+    queues += fio_number(j, "numjobs", 1, path) * fio_number(j, "nr_io_queues", 1, path);
     depth = std::max(depth, fio_number(j, "iodepth", 1, path));
   }
   r.nr_io_queues = static_cast<int>(queues);
