@@ -44,7 +44,9 @@ jq -e '.floor as $f | .floor.poll_vs_event | length == 5 and all(. as $r |
   ([$f.engine[] | select(.workload == $r.workload and .transport == $r.transport and .poll == $r.poll)] |
    map({(.target): .iops.median}) | add) as $by | ($r.iops_ratio.median - $by.poll / $by.event) | fabs < 1e-9)' "$json" >/dev/null ||
   fail "the --poll against event loop rows are missing or inconsistent: $(jq -c '.floor.poll_vs_event' "$json")"
-[[ $(grep -cE '^\| (qd1|qd32|128k-qd16) \| tcp \| (block|busy) \| [0-9.]+ \([0-9.]+\.\.[0-9.]+\) \|$' "$out/report.md") == 5 ]] ||
+jq -e '.floor.poll_vs_event | all(.event_sleeps_per_kio >= 0)' "$json" >/dev/null ||
+  fail "the --poll rows lack the event loop's sleeps: $(jq -c '.floor.poll_vs_event' "$json")"
+[[ $(grep -cE '^\| (qd1|qd32|128k-qd16) \| tcp \| (block|busy) \| [0-9.]+ \([0-9.]+\.\.[0-9.]+\) \| [0-9.]+ \|$' "$out/report.md") == 5 ]] ||
   fail "report.md lacks the --poll against event loop table: $(grep -A9 -- '--poll against the event loop' "$out/report.md")"
 jq -e --arg k "$(uname -r)" --arg cc "$(cat /proc/sys/net/ipv4/tcp_congestion_control)" \
   '.floor.conditions | .kernel == $k and .cc == $cc and .ramp_s == 1 and .seconds == 2' "$json" >/dev/null ||
