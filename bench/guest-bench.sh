@@ -33,7 +33,7 @@ export MPNVME_ENGINE=/usr/local/bin/fio-mpnvme.so MPNVME_SUBNQN=nqn.2026-12.io.m
 MPNVME_TRADDR=10.1.1.1 NVMET_TRADDR=10.1.1.1:$NVMET_PORT
 for ((i = 2; i <= PATHS; i++)); do MPNVME_TRADDR+=,10.1.$i.1 NVMET_TRADDR+=,10.1.$i.1:$NVMET_PORT; done
 export MPNVME_TRADDR MPNVME_RUNTIME=$RUNTIME MPNVME_RAMP=$RAMP
-export MPNVME_IOPOLICY=round-robin MPNVME_RW=randread MPNVME_IODEPTH=32 MPNVME_NUMJOBS=$JOBS MPNVME_PATH_STATS=/dev/null
+export MPNVME_IOPOLICY=round-robin MPNVME_RW=randread MPNVME_IODEPTH=32 MPNVME_NUMJOBS=$JOBS MPNVME_NR_IO_QUEUES=1 MPNVME_PATH_STATS=/dev/null
 mkdir -p /run /var /etc/nvme && mount -t tmpfs tmpfs /run && ln -sfn /run /var/run
 echo "nqn.2014-08.org.nvmexpress:uuid:5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" > /etc/nvme/hostnqn
 echo "5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" > /etc/nvme/hostid
@@ -135,22 +135,25 @@ ready() { # WHO CONDITION LINE: wait (bounded) for WHO's ready line in its log
 }
 
 # shape TRANSPORT: a cell's transport and workload from its name,
-# TRANSPORT[-jN][-qdN]: mptcp1 is one MPTCP connection (per job) on path 1;
-# -jN runs N jobs instead of JOBS, each with the depth that keeps the
-# commands in flight the same (-j1: the kernel host's one queue per path on
-# the one vCPU); -qdN sets each job's iodepth. Sets transport, jobs, depth.
+# TRANSPORT[-jN][-qdN][-qN]: mptcp1 is one MPTCP connection (per job) on
+# path 1; -jN runs N jobs instead of JOBS, each with the depth that keeps
+# the commands in flight the same (-j1: the kernel host's one queue per path
+# on the one vCPU); -qdN sets each job's iodepth; -qN gives each job N I/O
+# queues per path (nr_io_queues). Sets transport, jobs, depth, queues.
 shape() {
-  transport=${1%%-*} jobs=$JOBS depth=32
+  transport=${1%%-*} jobs=$JOBS depth=32 queues=1
   [[ $1 =~ -j([0-9]+) ]] && jobs=${BASH_REMATCH[1]} depth=$((32 * JOBS / jobs))
   [[ $1 =~ -qd([0-9]+) ]] && depth=${BASH_REMATCH[1]}
+  [[ $1 =~ -q([0-9]+)(-|$) ]] && queues=${BASH_REMATCH[1]}
   return 0
 }
 
 engine_cell() { # TAG TRANSPORT IOPOLICY RW TRADDR
-  local traddr=$5 transport jobs depth
+  local traddr=$5 transport jobs depth queues
   shape "$2"
   [[ $transport == mptcp1 ]] && traddr=10.1.1.1 transport=mptcp
   MPNVME_TRADDR=$traddr MPNVME_TRANSPORT=$transport MPNVME_IOPOLICY=$3 MPNVME_RW=$4 MPNVME_IODEPTH=$depth MPNVME_NUMJOBS=$jobs \
+    MPNVME_NR_IO_QUEUES=$queues \
     MPNVME_PATH_STATS=/tmp/$1.paths $LAB exec host \
     env ${PRELOAD:+LD_PRELOAD=$PRELOAD ASAN_OPTIONS=detect_leaks=0:abort_on_error=1} fio "$JOB" "${BWLOG[@]}" --output-format=json \
     --output=/tmp/$1.json >/tmp/$1.log 2>&1 || { failed "$1" "$(tail -2 /tmp/$1.log)"; return; }
@@ -161,13 +164,13 @@ engine_cell() { # TAG TRANSPORT IOPOLICY RW TRADDR
 }
 
 raw_cell() { # TAG TRANSPORT IOPOLICY RW: the engine cell's connections over bare sockets
-  local transport jobs depth paths=$PATHS connect="" i j out
+  local transport jobs depth queues paths=$PATHS connect="" i j out
   shape "$2"
   # numa sends every command down one path; mptcp1 is one connection (per
   # job) on path 1 whose subflows join the rest.
   [[ $3 == numa || $transport == mptcp1 ]] && paths=1
   [[ $transport == mptcp1 ]] && transport=mptcp
-  for ((i = 1; i <= paths; i++)); do for ((j = 0; j < jobs; j++)); do connect+=${connect:+,}10.1.$i.1:$CONTROL_PORT; done; done
+  for ((i = 1; i <= paths; i++)); do for ((j = 0; j < jobs * queues; j++)); do connect+=${connect:+,}10.1.$i.1:$CONTROL_PORT; done; done
   out=$($LAB exec host mpnvme-floor stream --connect "$connect" --transport "$transport" --direction "${4#rand}" \
     --ramp "$RAMP" --seconds "$RUNTIME" 2>&1) || { failed "$1" "mpnvme-floor stream: $out"; return; }
   say "$1 $(jq -c '{mib_s, subflows, connections}' <<<"$out")"
@@ -176,21 +179,25 @@ raw_cell() { # TAG TRANSPORT IOPOLICY RW: the engine cell's connections over bar
 # TAG IOPOLICY RW TRANSPORT TRADDR: the kernel host, connected from the lab's
 # host namespace (mptcp: a kernel whose NVMe host has the mptcp transport)
 # with the job's options (mpnvme-nvmet connect --job: queue size, queues,
-# keep-alive, digests, reconnect settings).
+# keep-alive, digests, reconnect settings), fio running the cell's jobs and
+# depth (TRANSPORT's -jN, -qdN) on the multipath device.
 kernel_cell() {
-  local out dev transport=$4
-  out=$(MPNVME_TRADDR=$5 MPNVME_TRANSPORT=$transport MPNVME_IOPOLICY=$2 $LAB exec host mpnvme-nvmet connect --job "$JOB" 2>&1) ||
+  local out dev transport jobs depth queues
+  shape "$4"
+  # the cell's jobs, depth and queues: what connect --job asks the kernel for
+  local shaped=(MPNVME_IODEPTH="$depth" MPNVME_NUMJOBS="$jobs" MPNVME_NR_IO_QUEUES="$queues")
+  out=$(env "${shaped[@]}" MPNVME_TRADDR=$5 MPNVME_TRANSPORT=$transport MPNVME_IOPOLICY=$2 $LAB exec host mpnvme-nvmet connect --job "$JOB" 2>&1) ||
     { failed "$1" "connect: $out"; return; }
   dev=$(sed -n 's/^device //p' <<<"$out")
   out=$(mpnvme-iopolicy set "$2" --nqn "$MPNVME_SUBNQN" 2>&1) || say "$1-note iopolicy $2 not set: $out"
-  fio --name=seed --filename="$dev" --ioengine=libaio --direct=1 --rw="$3" --bs=128k --numjobs=2 --iodepth=32 \
+  fio --name=seed --filename="$dev" --ioengine=libaio --direct=1 --rw="$3" --bs=128k --numjobs="$jobs" --iodepth="$depth" \
     --size=256m --time_based=1 --runtime="$RUNTIME" --ramp_time="$RAMP" --group_reporting=1 "${BWLOG[@]}" \
     --output-format=json --output=/tmp/$1.json >/tmp/$1.log 2>&1 || failed "$1" "$(tail -2 /tmp/$1.log)"
   [[ -s /tmp/$1.json ]] && result "$1" "${3#rand}" /tmp/$1.json
   # Per controller (NVMe path): its I/Os, and the transport its
   # connections use (mpnvme-iopolicy finds MPTCP ones in the host namespace).
   say "$1-paths $($LAB exec host mpnvme-iopolicy show --json 2>/dev/null | jq -c '[.. | objects | select(has("reads")) | {controller, transport, address, reads, writes}]' 2>/dev/null)"
-  MPNVME_TRADDR=$5 MPNVME_TRANSPORT=$transport $LAB exec host mpnvme-nvmet disconnect --job "$JOB" >/dev/null 2>&1
+  env "${shaped[@]}" MPNVME_TRADDR=$5 MPNVME_TRANSPORT=$transport $LAB exec host mpnvme-nvmet disconnect --job "$JOB" >/dev/null 2>&1
 }
 
 # What the lab dropped in each direction against what each side sent, and
