@@ -9,12 +9,15 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "engine/host/controller_registry.hpp"
+#include "engine/host/mptcp_advice.hpp"
 #include "lib/base/log.hpp"
 
 namespace mpnvme::host {
@@ -267,11 +270,30 @@ void Session::report_transport(const Path &p) const {
   }
 }
 
+// At job end, when no MPTCP queue of the job ever had a second subflow
+// although there is more than one way to the target (several traddr paths,
+// or several usable addresses here): MPTCP ran as plain TCP, and the user
+// should hear which setting stopped the joins. Once per process, as the
+// fallback warning.
+void Session::warn_one_subflow(const MptcpState &st, int fd) const {
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  const int family = ::getsockname(fd, reinterpret_cast<sockaddr *>(&local), &len) == 0 ? local.ss_family : AF_INET;
+  const unsigned addresses = usable_local_addresses(family);
+  if (o_.paths.size() < 2 && addresses < 2) return;
+  static std::atomic<bool> once{false};
+  if (once.exchange(true)) return;
+  log().warn("job {}: MPTCP used one subflow per connection ({} path(s), {} local address(es)): {}", job_.name, o_.paths.size(),
+             addresses, one_subflow_advice(st));
+}
+
 // At job end: per path, what it carried and how it fared, as a log line
 // each (always shown) and, with path_stats=FILE, as one JSON line.
 void Session::report_paths() {
   const auto now = Clock::now();
   nlohmann::json paths = nlohmann::json::array();
+  std::optional<std::pair<MptcpState, int>> single; // an MPTCP queue's state and fd, while none had a join
+  bool joined = false;
   for (Path &p : paths_) {
     PathStats &s = p.stats;
     if (!p.up) s.down_ns += static_cast<uint64_t>(std::chrono::nanoseconds(now - p.down_since).count());
@@ -284,6 +306,8 @@ void Session::report_paths() {
         s.tls_cipher = p.ch->stream().cipher();
       }
       if (st.mptcp) log().info("job {} {}: MPTCP used {} subflow(s)", job_.name, p.label, st.subflows + 1);
+      joined |= st.mptcp && st.subflows > 0;
+      if (st.mptcp && !single) single.emplace(st, p.ch->fd());
     } else if (s.transport.empty()) {
       s.transport = transport_name(o_.transport);
     }
@@ -310,6 +334,7 @@ void Session::report_paths() {
          {"latency_us", {{"p50", p50}, {"p99", p99}, {"p999", s.latency.quantile(0.999) / 1000.0}}},
          {"state", ctrl_state_name(p.ctrl->state())}});
   }
+  if (single && !joined) warn_one_subflow(single->first, single->second);
   if (o_.path_stats.empty()) return;
   const nlohmann::json line = {
       {"job", job_name_}, {"job_number", job_.job_number}, {"iopolicy", iopolicy_name(o_.iopolicy)}, {"paths", paths}};

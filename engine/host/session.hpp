@@ -103,6 +103,7 @@ private:
   void check_same_namespace(const NamespaceInfo &ref, size_t ref_path, const NamespaceInfo &other, size_t path) const;
   void report_transport(const Path &p) const;
   void report_paths();
+  void warn_one_subflow(const MptcpState &st, int fd) const;
   std::string path_states() const;
 
   // session_io.cpp: the data path

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -168,6 +169,12 @@ MptcpState query_mptcp(int fd) {
   if (getsockopt(fd, SOL_MPTCP, MPTCP_INFO, &info, &len) == 0 && len > 0) {
     st.mptcp = true;
     st.subflows = info.mptcpi_subflows;
+    st.subflows_max = info.mptcpi_subflows_max;
+    st.add_addr_accepted = info.mptcpi_add_addr_accepted;
+    st.add_addr_accepted_max = info.mptcpi_add_addr_accepted_max;
+    // Older kernels return a shorter struct: only what `len` covers is theirs.
+    st.has_local_addr = len >= offsetof(mptcp_info, mptcpi_local_addr_max) + sizeof info.mptcpi_local_addr_max;
+    if (st.has_local_addr) st.local_addr_max = info.mptcpi_local_addr_max;
   }
   return st;
 }

@@ -85,6 +85,12 @@ void apply_priority(int fd, bool ipv6, std::optional<unsigned> priority, std::op
 struct MptcpState {
   bool mptcp = false;    // false: plain TCP or MPTCP fell back to TCP
   unsigned subflows = 0; // additional subflows beyond the initial one
+  // The path manager's view (MPTCP_INFO), to say why no subflow joined:
+  unsigned subflows_max = 0;          // its limit on additional subflows
+  unsigned add_addr_accepted = 0;     // the peer's announced addresses it took
+  unsigned add_addr_accepted_max = 0; // its limit on those
+  unsigned local_addr_max = 0;        // this side's subflow endpoints
+  bool has_local_addr = false;        // the kernel reports local_addr_max (5.19+)
 };
 MptcpState query_mptcp(int fd);
 

@@ -55,6 +55,24 @@ if [[ $mode == 4 ]]; then
   ((n >= 1 && low == 0)) && pass "mptcp_join_wait: $n I/O queue(s) started with their joins up" ||
     fail "mptcp_join_wait: $n wait line(s), $low with fewer than 2 subflows: $(grep -m3 'subflow' "$work/joinwait.log")"
   grep -q 'mptcp_join_wait=' "$work/verify.log" && fail "the engine waited for joins without mptcp_join_wait"
+  # The one-subflow warning: silent while the joins come up, and naming the
+  # setting that stops them when they cannot.
+  grep -h 'MPTCP used one subflow' "$work/verify.log" "$work/spread.log" && fail "one-subflow warning with joins up"
+  one_subflow() { # NAME NEEDLE...: a short job whose log must warn with each NEEDLE
+    local name=$1 needle
+    shift
+    run_fio "$name" --traddr=10.1.1.1 --transport=mptcp --rw=randread --bs=128k --iodepth=8 --size=16m ||
+      fail "$name job exited $?"
+    for needle in "$@"; do
+      grep -q "MPTCP used one subflow per connection.*$needle" "$work/$name.log" && pass "$name: warns '$needle'" ||
+        fail "$name: no one-subflow warning naming '$needle': $(grep -m2 -i 'subflow' "$work/$name.log")"
+    done
+  }
+  "$LAB" -n "$lab" exec host ip mptcp limits set subflows 0 add_addr_accepted 0
+  one_subflow nolimit 'ip mptcp limits set subflows 8'
+  "$LAB" -n "$lab" exec host ip mptcp limits set subflows 8 add_addr_accepted 0
+  "$LAB" -n "$lab" exec host ip mptcp endpoint flush
+  one_subflow noendpoint 'endpoint add ADDR dev IFACE signal' 'limits set add_addr_accepted 8'
 fi
 stop_target || fail "target exited with $?"
 grep -q "port 1 mptcp 10.1.1.1:4420: connections 0" "$work/target.log" || fail "target counters missing at exit"

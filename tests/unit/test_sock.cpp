@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "engine/host/mptcp_advice.hpp"
 #include "lib/net/sock.hpp"
 #include "tests/unit/cmocka_cxx.hpp"
 
@@ -76,8 +77,30 @@ static void mptcp_to_mptcp_listener(void **) {
   assert_true(peer >= 0);
   MptcpState st = query_mptcp(fd.get());
   assert_true(st.mptcp);
+  assert_true(st.has_local_addr); // every kernel this runs on (5.19+) reports the endpoints
   assert_int_equal(get_int(fd.get(), SOL_SOCKET, SO_PROTOCOL), kIpprotoMptcp);
   ::close(peer);
+}
+
+// The one-subflow warning names the first setting in the path manager's
+// chain that is zero, as the ip-mptcp(8) command that changes it.
+static void one_subflow_advice_names_the_setting(void **) {
+  MptcpState st;
+  st.mptcp = true;
+  st.has_local_addr = true;
+  assert_non_null(strstr(host::one_subflow_advice(st).c_str(), "ip mptcp limits set subflows"));
+  st.subflows_max = 2;
+  std::string a = host::one_subflow_advice(st);
+  assert_non_null(strstr(a.c_str(), "signal"));
+  assert_non_null(strstr(a.c_str(), "limits set add_addr_accepted"));
+  assert_non_null(strstr(a.c_str(), "subflow` for each other local address"));
+  st.add_addr_accepted_max = 8;
+  assert_null(strstr(host::one_subflow_advice(st).c_str(), "limits set add_addr_accepted"));
+  st.local_addr_max = 1;
+  assert_non_null(strstr(host::one_subflow_advice(st).c_str(), "MP_JOIN"));
+  st.local_addr_max = 0;
+  st.add_addr_accepted = 2;
+  assert_non_null(strstr(host::one_subflow_advice(st).c_str(), "MP_JOIN"));
 }
 
 static void mptcp_falls_back_against_tcp_listener(void **) {
@@ -139,7 +162,7 @@ int main() {
   const CMUnitTest tests[] = {
       cmocka_unit_test(mptcp_to_mptcp_listener),        cmocka_unit_test(mptcp_falls_back_against_tcp_listener),
       cmocka_unit_test(tcp_transport_is_plain_tcp),     cmocka_unit_test(priority_and_tos_applied),
-      cmocka_unit_test(failures_name_address_and_step),
+      cmocka_unit_test(failures_name_address_and_step), cmocka_unit_test(one_subflow_advice_names_the_setting),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

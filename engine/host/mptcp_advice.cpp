@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "engine/host/mptcp_advice.hpp"
+
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
+namespace mpnvme::host {
+
+std::string one_subflow_advice(const MptcpState &st) {
+  // The in-kernel path manager joins a subflow for every address the peer
+  // announced and this host accepted, and from every local endpoint with
+  // the subflow flag, up to the subflows limit: the first zero in that
+  // chain is what stopped it.
+  if (st.subflows_max == 0)
+    return "the MPTCP path manager allows no additional subflow on this host (limit subflows 0): "
+           "`ip mptcp limits set subflows 8 add_addr_accepted 8` here, and the same on the target";
+  if (st.add_addr_accepted == 0 && (!st.has_local_addr || st.local_addr_max == 0)) {
+    std::string why = "the target announced no address this host accepted, and this host has no MPTCP subflow endpoint: "
+                      "on the target `ip mptcp endpoint add ADDR dev IFACE signal` for each other address it listens on";
+    if (st.add_addr_accepted_max == 0)
+      why += ", and here `ip mptcp limits set add_addr_accepted 8` (it is 0, so announced addresses are ignored)";
+    return why + "; or here `ip mptcp endpoint add ADDR dev IFACE subflow` for each other local address";
+  }
+  return "the path manager has addresses to join but no join came up: check the routes between those addresses, "
+         "a firewall dropping MP_JOIN (TCP option 30), and the target's limit (`ip mptcp limits set subflows 8` there); "
+         "`nstat -a | grep MPJoin` on both sides counts the attempts";
+}
+
+unsigned usable_local_addresses(int family) {
+  ifaddrs *list = nullptr;
+  if (getifaddrs(&list) != 0) return 0;
+  unsigned n = 0;
+  for (const ifaddrs *i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != family) continue;
+    if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
+    if (family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&reinterpret_cast<const sockaddr_in6 *>(i->ifa_addr)->sin6_addr)) continue;
+    n++;
+  }
+  freeifaddrs(list);
+  return n;
+}
+
+} // namespace mpnvme::host
