@@ -288,6 +288,10 @@ int main(int argc, char **argv) {
       ->required();
   st->add_option("--ramp", ramp, "seconds before measuring")->check(CLI::Range(0.0, 60.0))->capture_default_str();
   st->add_option("--seconds", seconds, "seconds measured")->check(CLI::Range(0.1, 600.0))->capture_default_str();
+  unsigned interval_ms = 0;
+  st->add_option("--interval", interval_ms, "also report the rate of every interval of this many ms (0: none)")
+      ->check(CLI::Range(0u, 10000u))
+      ->capture_default_str();
   for (auto *s : {sk, st}) {
     s->add_option("--transport", transport, "tcp or mptcp")->check(CLI::IsMember({"tcp", "mptcp"}))->capture_default_str();
     s->add_option("--chunk", chunk, "bytes per send/recv")->check(CLI::Range(1, 1 << 24))->capture_default_str();
@@ -300,7 +304,7 @@ int main(int argc, char **argv) {
     if (*sk) mpnvme::floor::sink(mpnvme::parse_paths(addrs, mpnvme::kNvmeTcpPort, "--listen"), tr, chunk);
     if (*st) {
       fmt::print("{}\n", mpnvme::floor::stream(mpnvme::parse_paths(addrs, mpnvme::kNvmeTcpPort, "--connect"), tr,
-                                               direction == "read", ramp, seconds, chunk)
+                                               direction == "read", ramp, seconds, chunk, interval_ms)
                              .dump());
       return 0;
     }

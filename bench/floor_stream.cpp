@@ -99,6 +99,26 @@ void serve(int fd, size_t chunk) {
   ::close(fd);
 }
 
+// With an interval: the connections' sum in each one from t0 to end, to
+// see a stall shorter than the run (a path's failure and return).
+template <typename Snapshot>
+nlohmann::json interval_rates(Snapshot &snapshot, std::vector<uint64_t> prev, Clock::time_point t0, Clock::time_point end,
+                              unsigned interval_ms) {
+  nlohmann::json rates = nlohmann::json::array();
+  if (interval_ms == 0) return rates;
+  for (auto at = t0; at < end;) {
+    at = std::min(end, at + std::chrono::milliseconds(interval_ms));
+    std::this_thread::sleep_until(at);
+    const std::vector<uint64_t> now = snapshot();
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < now.size(); i++)
+      bytes += now[i] - prev[i];
+    rates.push_back(static_cast<double>(bytes) / 1048576 / (interval_ms / 1000.0));
+    prev = now;
+  }
+  return rates;
+}
+
 } // namespace
 
 void sink(const std::vector<PathAddr> &at, Transport transport, size_t chunk) {
@@ -123,7 +143,7 @@ void sink(const std::vector<PathAddr> &at, Transport transport, size_t chunk) {
 }
 
 nlohmann::json stream(const std::vector<PathAddr> &to, Transport transport, bool read, double ramp_s, double seconds,
-                      size_t chunk) {
+                      size_t chunk, unsigned interval_ms) {
   SocketSettings s;
   s.transport = transport;
   std::vector<Fd> conns;
@@ -155,7 +175,9 @@ nlohmann::json stream(const std::vector<PathAddr> &to, Transport transport, bool
   std::this_thread::sleep_for(std::chrono::duration<double>(ramp_s));
   const auto t0 = Clock::now();
   const auto b0 = snapshot();
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  const auto end = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  const nlohmann::json intervals = interval_rates(snapshot, b0, t0, end, interval_ms);
+  std::this_thread::sleep_until(end);
   const auto b1 = snapshot();
   const double took = std::chrono::duration<double>(Clock::now() - t0).count();
   nlohmann::json per = nlohmann::json::array(), subflows = nlohmann::json::array();
@@ -190,7 +212,9 @@ nlohmann::json stream(const std::vector<PathAddr> &to, Transport transport, bool
           {"ramp_s", ramp_s},
           {"seconds", took},
           {"mib_s", total},
-          {"per_connection_mib_s", per}};
+          {"per_connection_mib_s", per},
+          {"interval_ms", interval_ms},
+          {"intervals_mib_s", intervals}};
 }
 
 } // namespace mpnvme::floor

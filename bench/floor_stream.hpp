@@ -16,8 +16,9 @@ namespace mpnvme::floor {
 
 // One connection per address, each in its own thread, streaming toward
 // the host (`read`) or the sink; the bytes moved after `ramp_s`, over
-// `seconds`, and the subflows each connection had (MPTCP_INFO).
+// `seconds`, and the subflows each connection had (MPTCP_INFO); with
+// `interval_ms`, also the rate of every interval of that time.
 nlohmann::json stream(const std::vector<PathAddr> &to, Transport transport, bool read, double ramp_s, double seconds,
-                      size_t chunk);
+                      size_t chunk, unsigned interval_ms = 0);
 
 } // namespace mpnvme::floor
