@@ -12,6 +12,7 @@ from typing import Callable
 import compare
 import floor_experiment
 import guest
+import guest_depth
 import guest_lossy
 import matrix
 import priority
@@ -98,6 +99,13 @@ def _lossy(ctx):
     return {"lossy": guest_lossy.run(ctx.runs, ctx.work, kernel=kernel)}
 
 
+def _depth(ctx):
+    kernel = (ctx.args.kernel or ["6.12"])[0]
+    print(f"bench: depth (qemu kernel lab, {kernel}, {ctx.args.smp} vCPU), {ctx.runs} run(s) per figure -> {ctx.out}",
+          flush=True)
+    return {"depth": guest_depth.run(ctx.runs, ctx.work, kernel, case=ctx.args.case, smp=ctx.args.smp)}
+
+
 def _compare(ctx):
     print(f"bench: compare {' '.join(ctx.args.refs)}, {ctx.runs} interleaved run(s) each -> {ctx.out}", flush=True)
     return {"compare": compare.run(ctx.args.refs, ctx.runs, ctx.work)}
@@ -127,6 +135,10 @@ EXPERIMENTS = (
     Experiment("lossy", "what explains the guest's lossy cells: the engine against its raw control under real loss "
                "at QD32 and QD128, with in-flight commands and the kernel's counters per run (about 90 minutes)",
                root=True, in_all=False, run=_lossy, report=lambda r, ctx: guest_lossy.report(r["lossy"])),
+    Experiment("depth", "NVMe over lossy MPTCP at the published depth (4 jobs x QD256) in the qemu kernel lab: the "
+               "engine, its raw control and the kernel host with where the guest's CPU goes (cpu), a depth sweep with its plot "
+               "(sweep), equal flows (equal), in-capsule writes on both targets (inline); --case picks, --smp the vCPUs",
+               root=True, in_all=False, run=_depth, report=lambda r, ctx: guest_depth.report(r["depth"], ctx.out)),
     Experiment("compare", "two git revisions (bench/run compare REF1 REF2): the same 1 GiB transfer, interleaved N "
                "times (default 10), each run's actual / ideal time at the lab's line rate, and whether the "
                "difference is within the run-to-run noise; QD1 and QD32 on loopback as ratios to the floor of each round",

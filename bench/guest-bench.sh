@@ -33,7 +33,7 @@ export MPNVME_ENGINE=/usr/local/bin/fio-mpnvme.so MPNVME_SUBNQN=nqn.2026-12.io.m
 MPNVME_TRADDR=10.1.1.1 NVMET_TRADDR=10.1.1.1:$NVMET_PORT
 for ((i = 2; i <= PATHS; i++)); do MPNVME_TRADDR+=,10.1.$i.1 NVMET_TRADDR+=,10.1.$i.1:$NVMET_PORT; done
 export MPNVME_TRADDR MPNVME_RUNTIME=$RUNTIME MPNVME_RAMP=$RAMP
-export MPNVME_IOPOLICY=round-robin MPNVME_RW=randread MPNVME_IODEPTH=32 MPNVME_NUMJOBS=$JOBS MPNVME_NR_IO_QUEUES=1 MPNVME_PATH_STATS=/dev/null
+export MPNVME_IOPOLICY=round-robin MPNVME_RW=randread MPNVME_IODEPTH=32 MPNVME_NUMJOBS=$JOBS MPNVME_NR_IO_QUEUES=1 MPNVME_POLL=hybrid MPNVME_PATH_STATS=/dev/null
 mkdir -p /run /var /etc/nvme && mount -t tmpfs tmpfs /run && ln -sfn /run /var/run
 echo "nqn.2014-08.org.nvmexpress:uuid:5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" > /etc/nvme/hostnqn
 echo "5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" > /etc/nvme/hostid
@@ -84,6 +84,82 @@ snapshot() {
 # The guest's CPU time so far (jiffies): busy and total, from /proc/stat.
 cpu_now() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
 
+# cpu_sample: where the guest's CPU time went so far, one block:
+# "T UPTIME IDLE" (/proc/uptime: seconds, and the CPUs' idle seconds),
+# "S user nice system idle iowait irq softirq" (/proc/stat ticks), then
+# "P PID ROLE NS" per process: its time on a CPU (the schedstat of each of
+# its threads: /proc/PID/schedstat is the first thread's alone). Roles:
+# fio (the engine in engine cells; fio and libaio in the kernel host's),
+# target (mpnvme-target), floor (the raw
+# control's stream and sink), kworker (the kernel host's and nvmet's I/O
+# work), ksoftirqd, other.
+cpu_sample() {
+  awk 'BEGIN { getline up < "/proc/uptime"; split(up, u, " "); print "T", u[1], u[2] }
+    FILENAME == "/proc/stat" { if ($1 == "cpu") print "S", $2, $3, $4, $5, $6, $7, $8; nextfile }
+    { split(FILENAME, p, "/") }
+    p[4] == "stat" { o = index($0, "("); c = index($0, ") "); comm = substr($0, o + 1, c - o - 1)
+      role = "other"
+      if (comm == "fio") role = "fio"; else if (comm == "mpnvme-target") role = "target"; else if (comm == "mpnvme-floor") role = "floor"
+      else if (comm ~ /^kworker/) role = "kworker"; else if (comm ~ /^ksoftirqd/) role = "ksoftirqd"
+      roles[p[3]] = role; nextfile }
+    p[4] == "task" { ns[p[3]] += $1; nextfile }
+    END { for (pid in ns) if (pid in roles) print "P", pid, roles[pid], ns[pid] }' \
+    /proc/stat /proc/[0-9]*/stat /proc/[0-9]*/task/[0-9]*/schedstat 2>/dev/null
+}
+
+# cpu_roles TAG LOG END: the run's measured window (the RUNTIME seconds
+# before END, in /proc/uptime seconds) from the samples in LOG: busy, the
+# share of the guest's CPUs x the window not idle (/proc/uptime); softirq
+# and system as shares of /proc/stat's ticks; and each role's share of
+# the time all tasks ran (their time between the window's first and last
+# sample; a process born inside it counts whole). Task times run on the
+# scheduler's clock, which under TCG does not keep pace with uptime (a
+# window's tasks add up to more than its CPUs had), so they are given as
+# shares of each other, never of the window. With tick accounting a
+# softirq is also charged to the task it interrupted.
+cpu_roles() {
+  say "$1-cpuroles $(awk -v end="$3" -v runtime="$RUNTIME" -v cpus="$(nproc)" '
+    $1 == "T" { n++; t[n] = $2; idle[n] = $3; next }
+    $1 == "S" { for (i = 2; i <= 8; i++) s[n, i] = $i; next }
+    $1 == "P" { role[n, $2] = $3; ns[n, $2] = $4; pids[n] = pids[n] " " $2 }
+    END { a = 0; b = 0
+      for (i = 1; i <= n; i++) { if (t[i] <= end - runtime) a = i; if (t[i] <= end) b = i }
+      if (!a) a = 1
+      if (b <= a) { print "{}"; exit }
+      wall = (t[b] - t[a]) * cpus; ticks = 0; for (i = 2; i <= 8; i++) ticks += s[b, i] - s[a, i]
+      if (wall <= 0 || ticks <= 0) { print "{}"; exit }
+      m = split(pids[b], list, " "); tasks = 0
+      for (k = 1; k <= m; k++) { pid = list[k]; d = ns[b, pid] - ns[a, pid]; r[role[b, pid]] += d; tasks += d }
+      if (tasks <= 0) { print "{}"; exit }
+      printf "{\"window_s\": %.1f, \"busy\": %.3f, \"system\": %.3f, \"softirq\": %.3f, \"task_s\": %.1f, \"roles\": {",
+        t[b] - t[a], 1 - (idle[b] - idle[a]) / wall, (s[b, 4] - s[a, 4]) / ticks, (s[b, 8] - s[a, 8]) / ticks, tasks / 1e9
+      split("fio target floor kworker ksoftirqd other", names, " ")
+      for (k = 1; k <= 6; k++) printf "%s\"%s\": %.3f", (k > 1 ? ", " : ""), names[k], r[names[k]] / tasks
+      print "}}" }' "$2")"
+}
+
+# target_rest: mpnvme-target's user and system ticks over 2 s (-1: none).
+target_rest() {
+  local pid a b
+  pid=$(pidof mpnvme-target | cut -d' ' -f1)
+  [[ -n $pid ]] || { echo -1; return; }
+  a=$(awk '{ print $14 + $15 }' "/proc/$pid/stat"); sleep 2; b=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+  echo $((b - a))
+}
+
+# workload_ended [INFLIGHT_BYTES]: when the cell's measured window ended,
+# for cpu_roles. After its runtime fio waits for the commands still in
+# flight (at 4 x QD256 on these paths, 128 MiB: about ten seconds of
+# draining); that time at the run's own rate (its bandwidth log, still
+# there) is taken off, at most RUNTIME.
+workload_ended() {
+  local now drain=0
+  now=$(cut -d' ' -f1 /proc/uptime)
+  [[ -n ${1:-} ]] && drain=$(awk -v b="$1" -v r="$(steady)" -v max="$RUNTIME" 'BEGIN {
+    d = r > 0 ? b / (r * 1048576) : 0; print (d > max ? max : d) }')
+  awk -v n="$now" -v d="$drain" 'BEGIN { print n - d }' >/tmp/workload.end
+}
+
 # counters TAG BEFORE: what changed during the run, one JSON line (the
 # TCP, TcpExt and MPTcpExt counters that moved).
 counted() {
@@ -106,6 +182,7 @@ up() { # CONDITION: the lab and mpnvme-target --job serving every path
   [[ $cond == *-inline ]] && inline=(--inline-data-size 131072)
   local out
   out=$($LAB up "${args[@]}" 2>&1) || { say "lab-failed $cond: $(tr '\n' ' ' <<<"$out")"; return 1; }
+  pdu_rules || say "note: no PDU counters (nft @ih) in $cond"
   # The target listens MPTCP: plain TCP hosts (the kernel's, the engine's
   # tcp cells) are served by the fallback to TCP.
   MPNVME_TRANSPORT=mptcp $LAB exec target mpnvme-target --job "$JOB" "${inline[@]}" --log-level warn >/tmp/target-$cond.log 2>&1 &
@@ -118,9 +195,37 @@ up() { # CONDITION: the lab and mpnvme-target --job serving every path
   # TCP hosts use its fallback, as with mpnvme-target).
   if grep -q '@nvmet' /files/plan; then
     local out
-    out=$(MPNVME_TRADDR=$NVMET_TRADDR MPNVME_TRANSPORT=$NVMET_TRTYPE $LAB exec target mpnvme-nvmet apply --job "$JOB" 2>&1) ||
+    local nvmet_inline=()
+    [[ $cond == *-inline ]] && nvmet_inline=(--inline-data-size 131072)
+    out=$(MPNVME_TRADDR=$NVMET_TRADDR MPNVME_TRANSPORT=$NVMET_TRTYPE $LAB exec target mpnvme-nvmet apply --job "$JOB" "${nvmet_inline[@]}" 2>&1) ||
       { say "nvmet-failed $cond: $(tr '\n' ' ' <<<"$out")"; return 1; }
   fi
+}
+
+# NVMe/TCP PDU headers that start a packet leaving the host namespace,
+# counted by nft (@ih: the TCP payload): H2CData PDUs (a write's data sent
+# after an R2T) and command capsules that carry data (in-capsule writes,
+# and every Fabrics Connect's 1 KiB). PDU type, header length and data
+# offset must all match (24 bits), so random data all but never does. A
+# header in the middle of a packet is not seen: a host streaming 128 KiB
+# PDUs starts few packets with one (on 1 Gbit, 257 of 1830 writes with
+# R2Ts), so these are samples that show which kind crosses: with 128 KiB
+# in the capsule, no H2CData at all.
+pdu_rules() {
+  $LAB exec host nft -f - <<EOF
+table inet mpnvme_pdus {
+  chain tx {
+    type filter hook output priority -300; policy accept;
+    tcp dport { 4420, $NVMET_PORT } @ih,0,8 0x06 @ih,16,16 0x1818 counter comment "h2cdata"
+    tcp dport { 4420, $NVMET_PORT } @ih,0,8 0x04 @ih,16,16 0x4848 counter comment "capsule_data"
+  }
+}
+EOF
+}
+# pdus_now: those counters so far, as JSON ({} without the rules).
+pdus_now() {
+  $LAB exec host nft -j list table inet mpnvme_pdus 2>/dev/null |
+    jq -c '[.nftables[] | .rule? | select(.) | {(.comment): (.expr[] | .counter? | select(.) | .packets)}] | add // {}' 2>/dev/null || echo '{}'
 }
 
 down() { # the lab, and nvmet's configuration (configfs is not in a namespace)
@@ -139,9 +244,11 @@ ready() { # WHO CONDITION LINE: wait (bounded) for WHO's ready line in its log
 # path 1; -jN runs N jobs instead of JOBS, each with the depth that keeps
 # the commands in flight the same (-j1: the kernel host's one queue per path
 # on the one vCPU); -qdN sets each job's iodepth; -qN gives each job N I/O
-# queues per path (nr_io_queues). Sets transport, jobs, depth, queues.
+# queues per path (nr_io_queues); -pblock, -pbusy or -phybrid the engine's
+# poll mode (default hybrid). Sets transport, jobs, depth, queues, poll.
 shape() {
-  transport=${1%%-*} jobs=$JOBS depth=32 queues=1
+  transport=${1%%-*} jobs=$JOBS depth=32 queues=1 poll=hybrid
+  [[ $1 =~ -p(block|busy|hybrid) ]] && poll=${BASH_REMATCH[1]}
   [[ $1 =~ -j([0-9]+) ]] && jobs=${BASH_REMATCH[1]} depth=$((32 * JOBS / jobs))
   [[ $1 =~ -qd([0-9]+) ]] && depth=${BASH_REMATCH[1]}
   [[ $1 =~ -q([0-9]+)(-|$) ]] && queues=${BASH_REMATCH[1]}
@@ -149,14 +256,15 @@ shape() {
 }
 
 engine_cell() { # TAG TRANSPORT IOPOLICY RW TRADDR
-  local traddr=$5 transport jobs depth queues
+  local traddr=$5 transport jobs depth queues poll
   shape "$2"
   [[ $transport == mptcp1 ]] && traddr=10.1.1.1 transport=mptcp
   MPNVME_TRADDR=$traddr MPNVME_TRANSPORT=$transport MPNVME_IOPOLICY=$3 MPNVME_RW=$4 MPNVME_IODEPTH=$depth MPNVME_NUMJOBS=$jobs \
-    MPNVME_NR_IO_QUEUES=$queues \
+    MPNVME_NR_IO_QUEUES=$queues MPNVME_POLL=$poll \
     MPNVME_PATH_STATS=/tmp/$1.paths $LAB exec host \
     env ${PRELOAD:+LD_PRELOAD=$PRELOAD ASAN_OPTIONS=detect_leaks=0:abort_on_error=1} fio "$JOB" "${BWLOG[@]}" --output-format=json \
     --output=/tmp/$1.json >/tmp/$1.log 2>&1 || { failed "$1" "$(tail -2 /tmp/$1.log)"; return; }
+  workload_ended $((jobs * depth * 131072))
   result "$1" "${4#rand}" /tmp/$1.json
   # Per path and job: the subflows, the most commands in flight at once,
   # the bytes it carried.
@@ -164,7 +272,7 @@ engine_cell() { # TAG TRANSPORT IOPOLICY RW TRADDR
 }
 
 raw_cell() { # TAG TRANSPORT IOPOLICY RW: the engine cell's connections over bare sockets
-  local transport jobs depth queues paths=$PATHS connect="" i j out
+  local transport jobs depth queues poll paths=$PATHS connect="" i j out
   shape "$2"
   # numa sends every command down one path; mptcp1 is one connection (per
   # job) on path 1 whose subflows join the rest.
@@ -173,6 +281,7 @@ raw_cell() { # TAG TRANSPORT IOPOLICY RW: the engine cell's connections over bar
   for ((i = 1; i <= paths; i++)); do for ((j = 0; j < jobs * queues; j++)); do connect+=${connect:+,}10.1.$i.1:$CONTROL_PORT; done; done
   out=$($LAB exec host mpnvme-floor stream --connect "$connect" --transport "$transport" --direction "${4#rand}" \
     --ramp "$RAMP" --seconds "$RUNTIME" 2>&1) || { failed "$1" "mpnvme-floor stream: $out"; return; }
+  workload_ended
   say "$1 $(jq -c '{mib_s, subflows, connections}' <<<"$out")"
 }
 
@@ -182,7 +291,7 @@ raw_cell() { # TAG TRANSPORT IOPOLICY RW: the engine cell's connections over bar
 # keep-alive, digests, reconnect settings), fio running the cell's jobs and
 # depth (TRANSPORT's -jN, -qdN) on the multipath device.
 kernel_cell() {
-  local out dev transport jobs depth queues
+  local out dev transport jobs depth queues poll
   shape "$4"
   # the cell's jobs, depth and queues: what connect --job asks the kernel for
   local shaped=(MPNVME_IODEPTH="$depth" MPNVME_NUMJOBS="$jobs" MPNVME_NR_IO_QUEUES="$queues")
@@ -193,6 +302,7 @@ kernel_cell() {
   fio --name=seed --filename="$dev" --ioengine=libaio --direct=1 --rw="$3" --bs=128k --numjobs="$jobs" --iodepth="$depth" \
     --size=256m --time_based=1 --runtime="$RUNTIME" --ramp_time="$RAMP" --group_reporting=1 "${BWLOG[@]}" \
     --output-format=json --output=/tmp/$1.json >/tmp/$1.log 2>&1 || failed "$1" "$(tail -2 /tmp/$1.log)"
+  workload_ended $((jobs * depth * 131072))
   [[ -s /tmp/$1.json ]] && result "$1" "${3#rand}" /tmp/$1.json
   # Per controller (NVMe path): its I/Os, and the transport its
   # connections use (mpnvme-iopolicy finds MPTCP ones in the host namespace).
@@ -246,8 +356,13 @@ while read -r cond side transport policy rw tag; do
     current=$cond
     say "lab $cond $($LAB status | grep -m2 -E 'qdisc (netem|tbf)' | tr -s ' ' | tr '\n' ';')"
   fi
+  # Whether the target rests between runs: its CPU ticks over 2 s before
+  # this run starts (a target still busy with the last run's connections
+  # would load this one).
+  say "$tag-target-rest {\"ticks\": $(target_rest)}"
   snapshot >/tmp/before
   lab_before=$(lab_now)
+  pdus_before=$(pdus_now)
   # SIDE@nvmet: against nvmet's ports
   traddr=$MPNVME_TRADDR port=4420
   [[ $side == *@nvmet ]] && traddr=$NVMET_TRADDR port=$NVMET_PORT
@@ -255,6 +370,9 @@ while read -r cond side transport policy rw tag; do
   # measured window; set-up under emulation takes longer than the run).
   (while sleep 1; do cpu_now; done) >/tmp/cpu.log &
   sampler=$!
+  (while sleep 1; do cpu_sample; done) >/tmp/cpuroles.log &
+  roles_sampler=$!
+  rm -f /tmp/workload.end
   [[ $side == raw ]] && port=$CONTROL_PORT
   flows $port >/tmp/flows &
   counter=$!
@@ -269,9 +387,11 @@ while read -r cond side transport policy rw tag; do
   counted "$tag" /tmp/before
   lab_after=$(lab_now)
   say "$tag-drops $(jq -nc --argjson a "$lab_before" --argjson b "$lab_after" '{to_target: ($b.drops[0] - $a.drops[0]), to_host: ($b.drops[1] - $a.drops[1])}')"
+  say "$tag-pdus $(jq -nc --argjson a "$pdus_before" --argjson b "$(pdus_now)" '$b | with_entries(.value -= ($a[.key] // 0))')"
   # The bytes each link carried during the run (set-up included).
   say "$tag-links $(jq -nc --argjson a "$lab_before" --argjson b "$lab_after" '[range($a.links | length) as $i | $b.links[$i] - $a.links[$i]]')"
-  kill "$sampler" 2>/dev/null
+  kill "$sampler" "$roles_sampler" 2>/dev/null
+  [[ -s /tmp/workload.end ]] && cpu_roles "$tag" /tmp/cpuroles.log "$(cat /tmp/workload.end)"
   # How busy the one emulated CPU was over the measured window: near 1,
   # the cell measured the emulation, not the paths.
   say "$tag-cpu {\"busy\": $(tail -n $((RUNTIME + 1)) /tmp/cpu.log | awk 'NR == 1 { b = $1; t = $2 } { lb = $1; lt = $2 } END { printf("%.3f", (lt > t) ? (lb - b) / (lt - t) : 0) }')}"

@@ -1,0 +1,274 @@
+# SPDX-License-Identifier: GPL-2.0-only
+"""NVMe over lossy MPTCP at the published depth, in the qemu kernel lab.
+
+The upstream selftest runs 4 jobs x iodepth 256 x 128 KiB: 128 MiB in
+flight, 25 times the bandwidth-delay product of its 4 paths. The guest's
+paths (4 x 40 Mbit, 125 ms each way, 0.5 % loss per GSO packet by netem)
+keep that product per path, so the same depth means the same thing here.
+
+Cases (--case picks by name; each runs in a guest boot of its own):
+- cpu: the published depth, round-robin, reads and writes: the engine
+  (its default poll=hybrid and poll=block), its raw control (16
+  connections over bare sockets, as the engine's 4 jobs x 4 paths) and
+  the kernel host, each with where the guest's CPU went in the measured
+  window (fio, mpnvme-target, the raw control, kworkers, softirq). It
+  decides whether the emulated CPU, not the network, limits a cell.
+- sweep: line share against commands in flight, 4 jobs x QD 32, 64, 128,
+  256; reads and writes; round-robin and queue-depth; TCP and MPTCP; the
+  engine and the kernel host; the raw controls (16 connections) beside
+  them; drawn with the bandwidth-delay product and the service-time model.
+- equal: the same flows on both hosts: one connection per path each (the
+  kernel host opens one I/O queue per path and vCPU), 1024 commands in
+  flight each (the engine one job at QD1024, the kernel host 4 x 256).
+- inline: writes with 128 KiB in the capsule on both targets
+  (mpnvme-target --inline-data-size, nvmet's param_inline_data_size by
+  mpnvme-nvmet apply), both hosts, with the PDUs seen on the wire.
+- host: the cross-check on this machine's own CPUs, not emulated: the
+  selftest's 4 x 1 Gbit paths and loss in an mpnvme-lab of the host (no
+  delay: this kernel has no netem), the engine at the published depth over
+  MPTCP round-robin beside its raw control, with fio's and mpnvme-target's
+  CPU per GiB. Where the engine meets its raw control here but not in the
+  guest, the guest's gap is its CPU.
+Each engine run of cpu and equal is followed by its raw control in the
+same lab state."""
+import os
+import pathlib
+
+import common
+import guest
+import matrix
+import multipath_lab
+
+PUBLISHED_JOBS, PUBLISHED_DEPTH = 4, 256
+DEEP = f"j{PUBLISHED_JOBS}-qd{PUBLISHED_DEPTH}"
+SWEEP_DEPTHS = (32, 64, 128, 256)
+BLOCK = 128 * 1024
+
+
+def cpu_cells(smp):
+    out = []
+    for t in ("mptcp",):
+        out += [("engine", f"{t}-{DEEP}", "round-robin"), ("engine", f"{t}-{DEEP}-pblock", "round-robin"),
+                ("kernel", f"{t}-{DEEP}", "round-robin")]
+    return out + [("raw", t, p) for s, t, p in out if s == "engine"]
+
+
+def sweep_cells(smp):
+    out = []
+    for qd in SWEEP_DEPTHS:
+        for t in ("mptcp", "tcp"):
+            for pol in ("round-robin", "queue-depth"):
+                out += [("engine", f"{t}-j{PUBLISHED_JOBS}-qd{qd}", pol), ("kernel", f"{t}-j{PUBLISHED_JOBS}-qd{qd}", pol)]
+    # The raw controls do not depend on depth or policy: one per transport,
+    # 4 connections per path as the engine's 4 jobs.
+    return out + [("raw", f"{t}-j{PUBLISHED_JOBS}", "round-robin") for t in ("mptcp", "tcp")]
+
+
+def equal_cells(smp):
+    """One connection per path per vCPU on both hosts (the kernel host's
+    queues), the same commands in flight."""
+    inflight = PUBLISHED_JOBS * PUBLISHED_DEPTH
+    out = []
+    for pol in ("round-robin", "queue-depth"):
+        out += [("engine", f"mptcp-j{smp}-qd{inflight // smp}", pol), ("kernel", f"mptcp-{DEEP}", pol)]
+    return out + [("raw", t, p) for s, t, p in out if s == "engine"]
+
+
+def inline_cells(smp):
+    return [(side, f"mptcp-{DEEP}", "round-robin") for side in ("engine", "kernel", "engine@nvmet", "kernel@nvmet")]
+
+
+# name: (cells, conditions, directions)
+CASES = {"cpu": (cpu_cells, ("lossy",), ("randread", "randwrite")),
+         "sweep": (sweep_cells, ("lossy",), ("randread", "randwrite")),
+         "equal": (equal_cells, ("lossy",), ("randread", "randwrite")),
+         "inline": (inline_cells, ("lossy-inline",), ("randwrite",))}
+
+
+def host_cross_check(runs, work):
+    """The cpu case's engine cell and its raw control on this machine's
+    lab: the selftest's 4 x 1 Gbit and 0.5 % loss per GSO packet (nft:
+    this kernel has no netem, so no delay), cubic, its endpoints."""
+    lab = multipath_lab.MatrixLab(f"dh{os.getpid()}", [1000] * guest.PATHS, work, loss=guest.LOSS_PCT,
+                                  iodepth=PUBLISHED_DEPTH, loss_unit="packet", endpoints="all")
+    try:
+        return matrix.cell(lab, "depth-host", "mptcp", "round-robin", runs, 15, 5, "lossy")
+    finally:
+        lab.close()
+
+
+def run(runs, work, kernel, case="", smp=1):
+    out = {}
+    if case == "host":
+        print(f"  depth: host cross-check (this machine's lab, {runs} run(s))", flush=True)
+        out["host"] = host_cross_check(runs, work)
+    for name, (cells, conditions, rws) in CASES.items():
+        if case and case not in name:
+            continue
+        # The sweep is one run per point (its curve is the repetition); the
+        # others take the runs asked for (bench/run's default: 3).
+        n = 1 if name == "sweep" else runs
+        shape = guest.Shape(conditions=conditions, rws=rws, cells=cells(smp), runtime=15, ramp=5, smp=smp)
+        print(f"  depth: {name} ({len(shape.cells)} cells x {len(rws)} directions x {n} run(s), {smp} vCPU)", flush=True)
+        out[name] = guest.execute(shape, n, work, kernel, name=f"depth-{name}")
+    return out
+
+
+def last(d, key):
+    return next((x for x in reversed(d.get(key) or []) if x), None)
+
+
+def roles_text(d):
+    """The last run's CPU split: busy, then the roles that used any of it."""
+    r = last(d, "cpu_roles")
+    if not r or "roles" not in r:
+        return "-"
+    parts = [f"{k} {v:.2f}" for k, v in r["roles"].items() if v >= 0.01]
+    return f"busy {r['busy']:.2f}, softirq {r['softirq']:.2f}; of task time: " + ", ".join(parts)
+
+
+def flows_text(d):
+    f = last(d, "flows")
+    return "/".join(map(str, f["flows"])) if f else "-"
+
+
+def pdus_text(d):
+    p = last(d, "pdus")
+    return ", ".join(f"{k} {v}" for k, v in sorted(p.items())) if p else "-"
+
+
+def raw_for(res, cell):
+    """The raw control a cell is set beside: its own (cpu, equal: run right
+    after it, the poll mode aside), else the transport's 4-per-path one."""
+    raws = {c["transport"]: c for c in res["cells"] if c["side"] == "raw"}
+    t = cell["transport"].replace("-pblock", "")
+    return raws.get(t) or raws.get(f"{t.split('-')[0]}-j{PUBLISHED_JOBS}")
+
+
+def table(res, with_pdus=False):
+    line = res["line_mib_s"]
+    rows = ["| side | cell | iopolicy | dir | in flight | MiB/s (line) [min..max] | / raw | flows per path | CPU |"
+            + (" PDUs seen |" if with_pdus else ""), "|---|---|---|---|---|---|---|---|---|" + ("---|" if with_pdus else "")]
+    for c in res["cells"]:
+        raw = raw_for(res, c) if c["side"] != "raw" else None
+        for rw in ("randread", "randwrite"):
+            d = c[rw]
+            if d is None or d.get("failed") == ["not run"]:
+                continue
+            m = d["mib_s"]
+            val = guest.fmt(d, line) + (f" [{m['min']:.1f}..{m['max']:.1f}]" if m and len(m["runs"]) > 1 else "")
+            r = raw[rw]["mib_s"] if raw and raw[rw] else None
+            ratio = f"{m['median'] / r['median']:.2f}" if m and r and r["median"] else "-"
+            rows.append(f"| {c['side']} | {c['transport']} | {c['iopolicy']} | {rw[4:]} | "
+                        f"{guest.inflight_of(c['transport']) if c['side'] != 'raw' else '-'} | {val} | {ratio} | {flows_text(d)} | "
+                        f"{roles_text(d)} |" + (f" {pdus_text(d)} |" if with_pdus else ""))
+    return rows
+
+
+def header(res):
+    line = res["line_mib_s"]
+    return (f"Linux {guest.guest_kernel(res)} guest, {res.get('smp', 1)} vCPU (TCG), {res['paths']} x {res['rate_mbit']:g} Mbit "
+            f"(line {line:.1f} MiB/s), {res['delay_ms']:g} ms each way, {res['loss_pct']} % loss per {res['loss_unit']} by "
+            f"{res['loss_via']}, cubic, the selftest's MPTCP endpoints; 128 KiB random I/O; {res['runtime_s']} s after "
+            f"{res['ramp_s']} s, medians of {res['runs']} run(s). Cells: TRANSPORT-jJOBS-qdDEPTH (-pblock: the engine's "
+            "poll=block). Flows: the TCP flows that carried data on each path (MPTCP subflows one by one; the most seen at "
+            "once). CPU, the last run's measured window: busy, the share of the guest's CPU time not idle, softirq of its "
+            "ticks, then each role's share of the time tasks ran (fio is the engine in engine cells; a task's time "
+            "includes softirq work done while it ran).")
+
+
+def model(res, cell, rw):
+    """The service-time bound of a cell: N commands of 128 KiB, each taking
+    k round trips (reads 1, writes 2: the R2T's, then the data's) of the
+    loss-stretched round trip its flows measured: N x 128 KiB / (k x RTT)."""
+    d = cell[rw]
+    f = last(d, "flows")
+    rtts = [t for t in (f or {}).get("rtt_ms", []) if t]
+    if not rtts:
+        return None
+    rtt = sorted(rtts)[len(rtts) // 2] / 1000
+    k = 1 if rw == "randread" else 2
+    return guest.inflight_of(cell["transport"]) * BLOCK / (k * rtt) / 1048576
+
+
+def plot(res, out):
+    """Line share against commands in flight: one panel per direction and
+    transport, a line per host and policy, the raw control, the
+    bandwidth-delay product and the service-time model."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    line = res["line_mib_s"]
+    bdp = res["paths"] * res["rate_mbit"] * 1e6 / 8 * 2 * res["delay_ms"] / 1000 / BLOCK
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8), squeeze=False)
+    for i, rw in enumerate(("randread", "randwrite")):
+        for j, t in enumerate(("mptcp", "tcp")):
+            ax = axes[i][j]
+            for side in ("engine", "kernel"):
+                for pol, style in (("round-robin", "-"), ("queue-depth", "--")):
+                    pts = sorted((guest.inflight_of(c["transport"]), c[rw]["mib_s"]["median"] / line) for c in res["cells"]
+                                 if c["side"] == side and c["iopolicy"] == pol and c["transport"].startswith(t + "-")
+                                 and c[rw] and c[rw]["mib_s"])
+                    if pts:
+                        ax.plot(*zip(*pts), style, marker="o", label=f"{side} {pol}")
+            raw = next((c for c in res["cells"] if c["side"] == "raw" and c["transport"].startswith(t + "-")), None)
+            if raw and raw[rw] and raw[rw]["mib_s"]:
+                ax.axhline(raw[rw]["mib_s"]["median"] / line, color="gray", label="raw control")
+            ax.axvline(bdp, color="gray", linestyle=":", label=f"BDP ({bdp:.0f} commands)")
+            mod = sorted((guest.inflight_of(c["transport"]), model(res, c, rw) / line) for c in res["cells"]
+                         if c["side"] == "engine" and c["iopolicy"] == "round-robin" and c["transport"].startswith(t + "-")
+                         and c[rw] and model(res, c, rw))
+            if mod:
+                ax.plot(*zip(*mod), ":", color="black", label="model: N x 128 KiB / (k x RTT)")
+            ax.set_xscale("log", base=2)
+            ax.set_ylim(0, 1.1)
+            ax.set_title(f"{t} {rw[4:]}s", fontsize=10)
+            ax.set_xlabel("commands in flight (4 jobs x depth)")
+            ax.set_ylabel("share of line")
+            ax.grid(True, alpha=0.3)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    f = pathlib.Path(out) / "depth-sweep.png"
+    fig.savefig(f, dpi=100)
+    plt.close(fig)
+    return f
+
+
+def host_report(c):
+    lines = ["### The cross-check on this machine's CPUs", "",
+             f"{c['conditions']}; the engine (4 jobs x QD256, MPTCP round-robin) and its raw control (16 connections), "
+             f"{c['randread']['runs']} run(s) each, interleaved; medians [min..max]; CPU: fio's and mpnvme-target's "
+             "seconds per GiB moved.", "",
+             "| dir | engine MiB/s (line) | raw | engine / raw | fio CPU s/GiB | target CPU s/GiB | flows per path |",
+             "|---|---|---|---|---|---|---|"]
+    line = c["line_mib_s"]
+    for rw in ("randread", "randwrite"):
+        d = c[rw]
+        e, r = d["mib_s"], d["raw_mib_s"]
+        flows = "/".join(map(str, d["flows"]["flows"])) if d.get("flows") else "-"
+        lines.append(f"| {rw[4:]} | {e['median']:.1f} ({e['median'] / line:.2f}) [{e['min']:.1f}..{e['max']:.1f}] | "
+                     f"{r['median']:.1f} | {d['engine_per_raw']:.2f} | {d['fio_cpu_s_per_gib']['median']:.2f} | "
+                     f"{d['target_cpu_s_per_gib']['median']:.2f} | {flows} |")
+    return lines + [""]
+
+
+def report(results, out=None):
+    lines = ["## NVMe over lossy MPTCP at the published depth", ""]
+    if "host" in results:
+        lines += host_report(results["host"])
+        results = {k: v for k, v in results.items() if k != "host"}
+    titles = {"cpu": "The published depth and where the guest's CPU goes",
+              "sweep": "Line share against commands in flight", "equal": "Equal flows: the engine and the kernel host",
+              "inline": "Writes with 128 KiB in the capsule, both targets"}
+    for name, res in results.items():
+        lines += [f"### {titles.get(name, name)}", "", header(res), ""]
+        lines += table(res, with_pdus=name == "inline")
+        if name == "sweep" and out:
+            try:
+                lines += ["", f"Plot: {plot(res, out).name} (the model: each command's 128 KiB in k round trips of the "
+                          "median round trip its flows measured, reads k = 1, writes k = 2)."]
+            except ImportError:
+                lines += ["", "(no plot: python3-matplotlib is not installed)"]
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
