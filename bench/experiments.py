@@ -137,7 +137,7 @@ EXPERIMENTS = (
                root=True, in_all=False, run=_lossy, report=lambda r, ctx: guest_lossy.report(r["lossy"])),
     Experiment("depth", "NVMe over lossy MPTCP at the published depth (4 jobs x QD256) in the qemu kernel lab: the "
                "engine, its raw control and the kernel host with where the guest's CPU goes (cpu), a depth sweep with its plot "
-               "(sweep), equal flows (equal), in-capsule writes on both targets (inline); --case picks, --smp the vCPUs",
+               "(sweep), the headline cells (headline), lossy TCP (tcp), equal flows (equal), in-capsule writes on both targets (inline), the host cross-check (host); --case picks, --smp the vCPUs",
                root=True, in_all=False, run=_depth, report=lambda r, ctx: guest_depth.report(r["depth"], ctx.out)),
     Experiment("compare", "two git revisions (bench/run compare REF1 REF2): the same 1 GiB transfer, interleaved N "
                "times (default 10), each run's actual / ideal time at the lab's line rate, and whether the "

@@ -17,6 +17,9 @@ Cases (--case picks by name; each runs in a guest boot of its own):
   256; reads and writes; round-robin and queue-depth; TCP and MPTCP; the
   engine and the kernel host; the raw controls (16 connections) beside
   them; drawn with the bandwidth-delay product and the service-time model.
+- headline: the published depth over MPTCP round-robin, the engine with
+  its 4 jobs and at the kernel host's flows, the kernel host, raw controls.
+- tcp: lossy TCP at the published depth, both hosts, raw control.
 - equal: the same flows on both hosts: one connection per path each (the
   kernel host opens one I/O queue per path and vCPU), 1024 commands in
   flight each (the engine one job at QD1024, the kernel host 4 x 256).
@@ -74,12 +77,31 @@ def equal_cells(smp):
     return out + [("raw", t, p) for s, t, p in out if s == "engine"]
 
 
+def headline_cells(smp):
+    """The published depth over MPTCP round-robin: the engine (4 jobs, 4
+    connections per path), the engine at the kernel host's flows (one
+    connection per path per vCPU, the same 1024 commands in flight) and
+    the kernel host, with the engine cells' raw controls."""
+    inflight = PUBLISHED_JOBS * PUBLISHED_DEPTH
+    out = [("engine", f"mptcp-{DEEP}", "round-robin"), ("engine", f"mptcp-j{smp}-qd{inflight // smp}", "round-robin"),
+           ("kernel", f"mptcp-{DEEP}", "round-robin")]
+    return out + [("raw", t, p) for s, t, p in out if s == "engine"]
+
+
+def tcp_cells(smp):
+    """Lossy TCP at the published depth, beside the published 0.30 / 0.21."""
+    out = [("engine", f"tcp-{DEEP}", "round-robin"), ("kernel", f"tcp-{DEEP}", "round-robin")]
+    return out + [("raw", t, p) for s, t, p in out if s == "engine"]
+
+
 def inline_cells(smp):
     return [(side, f"mptcp-{DEEP}", "round-robin") for side in ("engine", "kernel", "engine@nvmet", "kernel@nvmet")]
 
 
 # name: (cells, conditions, directions)
 CASES = {"cpu": (cpu_cells, ("lossy",), ("randread", "randwrite")),
+         "headline": (headline_cells, ("lossy",), ("randread", "randwrite")),
+         "tcp": (tcp_cells, ("lossy",), ("randread", "randwrite")),
          "sweep": (sweep_cells, ("lossy",), ("randread", "randwrite")),
          "equal": (equal_cells, ("lossy",), ("randread", "randwrite")),
          "inline": (inline_cells, ("lossy-inline",), ("randwrite",))}
@@ -258,6 +280,8 @@ def report(results, out=None):
         lines += host_report(results["host"])
         results = {k: v for k, v in results.items() if k != "host"}
     titles = {"cpu": "The published depth and where the guest's CPU goes",
+              "headline": "The published depth over MPTCP: the engine, at equal flows, and the kernel host",
+              "tcp": "Lossy TCP at the published depth",
               "sweep": "Line share against commands in flight", "equal": "Equal flows: the engine and the kernel host",
               "inline": "Writes with 128 KiB in the capsule, both targets"}
     for name, res in results.items():
