@@ -81,9 +81,6 @@ snapshot() {
   done
 }
 
-# The guest's CPU time so far (jiffies): busy and total, from /proc/stat.
-cpu_now() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t }' /proc/stat; }
-
 # cpu_sample: where the guest's CPU time went so far, one block:
 # "T UPTIME IDLE" (/proc/uptime: seconds, and the CPUs' idle seconds),
 # "S user nice system idle iowait irq softirq" (/proc/stat ticks), then
@@ -368,8 +365,6 @@ while read -r cond side transport policy rw tag; do
   [[ $side == *@nvmet ]] && traddr=$NVMET_TRADDR port=$NVMET_PORT
   # The CPU every second, to take the run's last RUNTIME seconds (its
   # measured window; set-up under emulation takes longer than the run).
-  (while sleep 1; do cpu_now; done) >/tmp/cpu.log &
-  sampler=$!
   (while sleep 1; do cpu_sample; done) >/tmp/cpuroles.log &
   roles_sampler=$!
   rm -f /tmp/workload.end
@@ -390,11 +385,14 @@ while read -r cond side transport policy rw tag; do
   say "$tag-pdus $(jq -nc --argjson a "$pdus_before" --argjson b "$(pdus_now)" '$b | with_entries(.value -= ($a[.key] // 0))')"
   # The bytes each link carried during the run (set-up included).
   say "$tag-links $(jq -nc --argjson a "$lab_before" --argjson b "$lab_after" '[range($a.links | length) as $i | $b.links[$i] - $a.links[$i]]')"
-  kill "$sampler" "$roles_sampler" 2>/dev/null
+  kill "$roles_sampler" 2>/dev/null
   [[ -s /tmp/workload.end ]] && cpu_roles "$tag" /tmp/cpuroles.log "$(cat /tmp/workload.end)"
   # How busy the one emulated CPU was over the measured window: near 1,
   # the cell measured the emulation, not the paths.
-  say "$tag-cpu {\"busy\": $(tail -n $((RUNTIME + 1)) /tmp/cpu.log | awk 'NR == 1 { b = $1; t = $2 } { lb = $1; lt = $2 } END { printf("%.3f", (lt > t) ? (lb - b) / (lt - t) : 0) }')}"
+  # (/proc/stat's ticks in the samples' S lines: busy is all but idle and iowait)
+  say "$tag-cpu {\"busy\": $(grep '^S ' /tmp/cpuroles.log | tail -n $((RUNTIME + 1)) |
+    awk '{ t = 0; for (i = 2; i <= NF; i++) t += $i; busy = t - $5 - $6 }
+      NR == 1 { b = busy; t0 = t } { lb = busy; lt = t } END { printf("%.3f", (lt > t0) ? (lb - b) / (lt - t0) : 0) }')}"
 done </files/plan
 [[ -n $current ]] && loss_counters "$current"
 down

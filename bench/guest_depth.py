@@ -67,13 +67,17 @@ def sweep_cells(smp):
     return out + [("raw", f"{t}-j{PUBLISHED_JOBS}", "round-robin") for t in ("mptcp", "tcp")]
 
 
+def at_kernel_flows(smp):
+    """The engine cell with the kernel host's connections (one per path per
+    vCPU: its I/O queues) and the published depth's commands in flight."""
+    return f"mptcp-j{smp}-qd{PUBLISHED_JOBS * PUBLISHED_DEPTH // smp}"
+
+
 def equal_cells(smp):
-    """One connection per path per vCPU on both hosts (the kernel host's
-    queues), the same commands in flight."""
-    inflight = PUBLISHED_JOBS * PUBLISHED_DEPTH
+    """The same flows on both hosts, the same commands in flight."""
     out = []
     for pol in ("round-robin", "queue-depth"):
-        out += [("engine", f"mptcp-j{smp}-qd{inflight // smp}", pol), ("kernel", f"mptcp-{DEEP}", pol)]
+        out += [("engine", at_kernel_flows(smp), pol), ("kernel", f"mptcp-{DEEP}", pol)]
     return out + [("raw", t, p) for s, t, p in out if s == "engine"]
 
 
@@ -82,8 +86,7 @@ def headline_cells(smp):
     connections per path), the engine at the kernel host's flows (one
     connection per path per vCPU, the same 1024 commands in flight) and
     the kernel host, with the engine cells' raw controls."""
-    inflight = PUBLISHED_JOBS * PUBLISHED_DEPTH
-    out = [("engine", f"mptcp-{DEEP}", "round-robin"), ("engine", f"mptcp-j{smp}-qd{inflight // smp}", "round-robin"),
+    out = [("engine", f"mptcp-{DEEP}", "round-robin"), ("engine", at_kernel_flows(smp), "round-robin"),
            ("kernel", f"mptcp-{DEEP}", "round-robin")]
     return out + [("raw", t, p) for s, t, p in out if s == "engine"]
 

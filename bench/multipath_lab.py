@@ -15,15 +15,15 @@ class MatrixLab:
     """A private mpnvme-lab topology with mpnvme-target serving every path."""
 
     def __init__(self, name, rates, work, loss=0.0, delay_ms=0, iodepth=256, cc=common.DEFAULT_CC,
-                 endpoints=common.ENDPOINTS, tls_key=None, loss_unit="segment", loss_via="nft"):
+                 endpoints=common.ENDPOINTS, tls_key=None, loss_unit="segment"):
         self.name, self.rates, self.work, self.iodepth = name, rates, work, iodepth
         # tls_key: every port requires TLS 1.3 and fio's host brings this PSK.
         target_tls = ["--tls", "--tls-key", f"{TLS_HOST}=@{tls_key}"] if tls_key else []
         self.fio_extra = ["--tls=1", f"--tls_key_file={tls_key}", f"--hostnqn={TLS_HOST}"] if tls_key else []
         self.paths = len(rates)
-        self.context = common.cell_context(cc, rates, loss, delay_ms, endpoints, loss_unit=loss_unit, loss_via=loss_via)
+        self.context = common.cell_context(cc, rates, loss, delay_ms, endpoints, loss_unit=loss_unit)
         args = ["up", "--paths", str(self.paths), "--rate", ",".join(f"{r}mbit" for r in rates), "--cc", cc,
-                "--endpoints", endpoints, "--loss-unit", loss_unit, "--loss-via", loss_via]
+                "--endpoints", endpoints, "--loss-unit", loss_unit]
         if delay_ms:
             args += ["--delay", str(delay_ms)]
         self.lab(*args)

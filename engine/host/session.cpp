@@ -270,7 +270,7 @@ void Session::report_transport(const Path &p) const {
   }
 }
 
-// At job end, when no MPTCP queue of the job ever had a second subflow
+// At job end, when no MPTCP queue of the job has a second subflow
 // although there is more than one way to the target (several traddr paths,
 // or several usable addresses here): MPTCP ran as plain TCP, and the user
 // should hear which setting stopped the joins. Once per process, as the
