@@ -163,10 +163,14 @@ def pdus_text(d):
 
 
 def raw_for(res, cell):
-    """The raw control a cell is set beside: its own (cpu, equal: run right
-    after it, the poll mode aside), else the transport's 4-per-path one."""
+    """The raw control a cell is set beside: the kernel host's is the one
+    with its connections (one per path per vCPU) where the plan has it;
+    an engine cell's its own (run right after it, the poll mode aside);
+    else the transport's 4-per-path one."""
     raws = {c["transport"]: c for c in res["cells"] if c["side"] == "raw"}
     t = cell["transport"].replace("-pblock", "")
+    if cell["side"].startswith("kernel") and t.startswith("mptcp") and at_kernel_flows(res.get("smp", 1)) in raws:
+        return raws[at_kernel_flows(res.get("smp", 1))]
     return raws.get(t) or raws.get(f"{t.split('-')[0]}-j{PUBLISHED_JOBS}")
 
 
