@@ -111,6 +111,10 @@ class Shape:
     # The guest's vCPUs (multi-threaded TCG with more than one). The kernel
     # host opens one I/O queue per CPU and path at most.
     smp: int = 1
+    # Both hosts' I/O timeout (the engine's io_timeout, the kernel's
+    # nvme_core.io_timeout): 30 s, the kernel's default, unless a case
+    # stretches it with the lab's time (guest_depth.py).
+    io_timeout_s: int = 30
 
     def cells_of(self, cond):
         return self.cond_cells.get(cond, self.cells)
@@ -221,7 +225,7 @@ def execute(shape, runs, work, kernel, name="guest"):
     gdir.mkdir()
     (gdir / "plan").write_text("\n".join(plan) + "\n")
     (gdir / "params").write_text(f"PATHS={paths} RATE_MBIT={shape.rate_mbit:g} DELAY_MS={shape.delay_ms:g} LOSS_PCT={LOSS_PCT} LOSS_VIA={shape.loss_via} LOSS_UNIT={shape.loss_unit} RUNTIME={runtime} RAMP={ramp} "
-                                 f"PRELOAD={asan_runtime()} NVMET_TRTYPE={'mptcp' if kernel_mptcp else 'tcp'}\n")
+                                 f"IO_TIMEOUT_S={shape.io_timeout_s} PRELOAD={asan_runtime()} NVMET_TRTYPE={'mptcp' if kernel_mptcp else 'tcp'}\n")
     setup = gdir / "setup.sh"
     setup.write_text("/usr/local/bin/bash /files/guest-bench.sh > /dev/console 2>&1 &\n")
     files = [gdir / "plan", gdir / "params", common.LAB, HERE / "guest-seed.fio", HERE / "guest-bench.sh", HERE / "flows.awk"]
@@ -324,7 +328,7 @@ def parse(text, shape, runs, boot_s, total_s):
         elif line.startswith("BENCH "):
             notes.append(line[6:].strip())
     res = {"rate_mbit": shape.rate_mbit, "paths": shape.paths, "smp": shape.smp, "delay_ms": shape.delay_ms, "scale": shape.scale,
-           "loss_pct": LOSS_PCT, "loss_unit": shape.loss_unit, "loss_via": shape.loss_via, "runtime_s": shape.runtime, "ramp_s": shape.ramp, "runs": runs, "boot_s": boot_s,
+           "loss_pct": LOSS_PCT, "loss_unit": shape.loss_unit, "loss_via": shape.loss_via, "runtime_s": shape.runtime, "ramp_s": shape.ramp, "io_timeout_s": shape.io_timeout_s, "runs": runs, "boot_s": boot_s,
            "total_s": total_s, "line_mib_s": mbit_to_mib_s(shape.paths * shape.rate_mbit),
            "notes": notes, "counters": counters,
            "kernel_path_split": splits, "labs": labs, "cells": []}

@@ -34,6 +34,7 @@ Cases (--case picks by name; each runs in a guest boot of its own):
   guest, the guest's gap is its CPU.
 Each engine run of cpu and equal is followed by its raw control in the
 same lab state."""
+import dataclasses
 import os
 import pathlib
 
@@ -110,6 +111,18 @@ CASES = {"cpu": (cpu_cells, ("lossy",), ("randread", "randwrite")),
          "inline": (inline_cells, ("lossy-inline",), ("randwrite",))}
 
 
+def stretched_timeout(shape):
+    """Both hosts' I/O timeout in seconds: the kernel's default 30 s
+    stretched as the lab stretches time. The lab keeps the selftest's
+    bandwidth-delay product per path at a 25th of its rate, so the
+    published depth's queue drains 25 times slower: lossy TCP at a fifth of
+    line holds a command for 128 MiB / 3.8 MiB/s, about 34 s, which the
+    selftest's paths drain in 1.4 s. At 30 s both hosts time commands out
+    and reset paths in the middle of a cell, and the cell measures the
+    timeout, not the transport."""
+    return int(30 * shape.scale)
+
+
 def host_cross_check(runs, work):
     """The cpu case's engine cell and its raw control on this machine's
     lab: the selftest's 4 x 1 Gbit and 0.5 % loss per GSO packet (nft:
@@ -134,6 +147,7 @@ def run(runs, work, kernel, case="", smp=1):
         # others take the runs asked for (bench/run's default: 3).
         n = 1 if name == "sweep" else runs
         shape = guest.Shape(conditions=conditions, rws=rws, cells=cells(smp), runtime=15, ramp=5, smp=smp)
+        shape = dataclasses.replace(shape, io_timeout_s=stretched_timeout(shape))
         print(f"  depth: {name} ({len(shape.cells)} cells x {len(rws)} directions x {n} run(s), {smp} vCPU)", flush=True)
         out[name] = guest.execute(shape, n, work, kernel, name=f"depth-{name}")
     return out
@@ -199,7 +213,8 @@ def header(res):
     return (f"Linux {guest.guest_kernel(res)} guest, {res.get('smp', 1)} vCPU (TCG), {res['paths']} x {res['rate_mbit']:g} Mbit "
             f"(line {line:.1f} MiB/s), {res['delay_ms']:g} ms each way, {res['loss_pct']} % loss per {res['loss_unit']} by "
             f"{res['loss_via']}, cubic, the selftest's MPTCP endpoints; 128 KiB random I/O; {res['runtime_s']} s after "
-            f"{res['ramp_s']} s, medians of {res['runs']} run(s). Cells: TRANSPORT-jJOBS-qdDEPTH (-pblock: the engine's "
+            f"{res['ramp_s']} s, medians of {res['runs']} run(s); both hosts' I/O timeout {res.get('io_timeout_s', 30)} s "
+            "(the kernel's 30 s stretched with the lab's time). Cells: TRANSPORT-jJOBS-qdDEPTH (-pblock: the engine's "
             "poll=block). Flows: the TCP flows that carried data on each path (MPTCP subflows one by one; the most seen at "
             "once). CPU, the last run's measured window: busy, the share of the guest's CPU time not idle, softirq of its "
             "ticks, then each role's share of the time tasks ran (fio is the engine in engine cells; a task's time "
