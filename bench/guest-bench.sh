@@ -88,8 +88,9 @@ snapshot() {
 # cpu_sample: where the guest's CPU time went so far, one block:
 # "T UPTIME IDLE" (/proc/uptime: seconds, and the CPUs' idle seconds),
 # "S user nice system idle iowait irq softirq" (/proc/stat ticks), then
-# "P PID ROLE NS" per process: its time on a CPU (the schedstat of each of
-# its threads: /proc/PID/schedstat is the first thread's alone). Roles:
+# "P PID/TID ROLE NS" per thread: its time on a CPU (its schedstat), the
+# role its process's. Per thread, so that threads ending inside a window
+# (the raw control's, at its end) are not taken off the others. Roles:
 # fio (the engine in engine cells; fio and libaio in the kernel host's),
 # target (mpnvme-target), floor (the raw
 # control's stream and sink), kworker (the kernel host's and nvmet's I/O
@@ -103,8 +104,8 @@ cpu_sample() {
       if (comm == "fio") role = "fio"; else if (comm == "mpnvme-target") role = "target"; else if (comm == "mpnvme-floor") role = "floor"
       else if (comm ~ /^kworker/) role = "kworker"; else if (comm ~ /^ksoftirqd/) role = "ksoftirqd"
       roles[p[3]] = role; nextfile }
-    p[4] == "task" { ns[p[3]] += $1; nextfile }
-    END { for (pid in ns) if (pid in roles) print "P", pid, roles[pid], ns[pid] }' \
+    p[4] == "task" { id = p[3] "/" p[5]; ns[id] = $1; owner[id] = p[3]; nextfile }
+    END { for (id in ns) if (owner[id] in roles) print "P", id, roles[owner[id]], ns[id] }' \
     /proc/stat /proc/[0-9]*/stat /proc/[0-9]*/task/[0-9]*/schedstat 2>/dev/null
 }
 
@@ -113,7 +114,8 @@ cpu_sample() {
 # share of the guest's CPUs x the window not idle (/proc/uptime); softirq
 # and system as shares of /proc/stat's ticks; and each role's share of
 # the time all tasks ran (their time between the window's first and last
-# sample; a process born inside it counts whole). Task times run on the
+# sample; a thread born inside it counts whole, one that ended inside it
+# not at all). Task times run on the
 # scheduler's clock, which under TCG does not keep pace with uptime (a
 # window's tasks add up to more than its CPUs had), so they are given as
 # shares of each other, never of the window. With tick accounting a
@@ -296,6 +298,8 @@ kernel_cell() {
   shape "$4"
   # the cell's jobs, depth and queues: what connect --job asks the kernel for
   local shaped=(MPNVME_IODEPTH="$depth" MPNVME_NUMJOBS="$jobs" MPNVME_NR_IO_QUEUES="$queues")
+  local seen
+  seen=$(dmesg | wc -l)
   out=$(env "${shaped[@]}" MPNVME_TRADDR=$5 MPNVME_TRANSPORT=$transport MPNVME_IOPOLICY=$2 $LAB exec host mpnvme-nvmet connect --job "$JOB" 2>&1) ||
     { failed "$1" "connect: $out"; return; }
   dev=$(sed -n 's/^device //p' <<<"$out")
@@ -317,6 +321,11 @@ kernel_cell() {
     say "$1-note ${c##*/} left after disconnect ($(cat "$c/state")): deleted"
     echo 1 >"$c/delete_controller" 2>/dev/null
   done
+  # What the kernel host said during the cell (resets, keep-alive and I/O
+  # timeouts, reconnects), each message with its count, controller names
+  # folded: the events behind a controller that carried less than the others.
+  say "$1-dmesg $(dmesg | tail -n +$((seen + 1)) | grep -E '\] nvme' | sed -E 's/^\[[^]]*\] //; s/nvme[0-9]+/nvmeN/g' |
+    sort | uniq -c | jq -Rsc 'split("\n") | map(select(length > 0) | capture("^ *(?<n>[0-9]+) (?<m>.*)$") | {(.m): (.n | tonumber)}) | add // {}')"
 }
 
 # What the lab dropped in each direction against what each side sent, and

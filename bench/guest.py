@@ -291,34 +291,42 @@ def inflight_of(transport):
     return jobs * depth
 
 
+# Each run's records by the suffix of their tag, and the cell key that keeps
+# them (a list by run):
+PER_RUN = {
+    "-counters": "kernel_counters",  # what the kernel counted (both namespaces)
+    "-flows": "flows",  # the TCP flows that carried data on each path (most at once), their median RTT
+    "-pathstats": "path_stats",  # the engine's per path: subflows, most commands in flight
+    "-drops": "drops",  # what the lab dropped in each direction
+    "-links": "links",  # the bytes each lab link carried
+    # where the guest's CPU went in the measured window: /proc/stat's split
+    # and each role's processes (guest-bench.sh cpu_roles)
+    "-cpuroles": "cpu_roles",
+    # NVMe/TCP PDU headers seen starting a packet leaving the host namespace:
+    # h2cdata and capsule_data (guest-bench.sh pdu_rules)
+    "-pdus": "pdus",
+    "-dmesg": "kernel_events",  # the kernel host's nvme messages, with counts
+}
+
+
 def parse(text, shape, runs, boot_s, total_s):
-    by_tag, notes, counters, splits, labs, kernel_counters, cpu_busy, flows, pathstats, drops = {}, [], {}, {}, [], {}, {}, {}, {}, {}
-    links, cpu_roles, pdus = {}, {}, {}
+    by_tag, notes, counters, splits, labs, cpu_busy = {}, [], {}, {}, [], {}
+    # "BENCH TAG-SUFFIX JSON": one run's record of a kind, by tag
+    per_run = {kind: {} for kind in PER_RUN.values()}
     for line in text.splitlines():
         m = re.match(r"BENCH (\S+) ([^\s\[{]\S* )?([\[{].*[\]}])\s*$", line.replace("\r", ""))
+        suffix = m and re.search(r"-[a-z]+$", m.group(1))
         if re.match(r"BENCH \S+-paths ", line):
             tag, split = line[6:].split(" ", 1)
             splits[tag[:-len("-paths")]] = split.strip()
             try:  # the kernel host's controllers, for the per-path split
-                pathstats.setdefault(tag[:-len("-paths")], json.loads(split))
+                per_run["path_stats"].setdefault(tag[:-len("-paths")], json.loads(split))
             except json.JSONDecodeError:
                 pass
         elif m and m.group(1) == "counters":
             counters[m.group(2).strip()] = json.loads(m.group(3))
-        elif m and m.group(1).endswith("-counters"):
-            kernel_counters[m.group(1)[:-len("-counters")]] = json.loads(m.group(3))
-        elif m and m.group(1).endswith("-flows"):
-            flows[m.group(1)[:-len("-flows")]] = json.loads(m.group(3))
-        elif m and m.group(1).endswith("-links"):
-            links[m.group(1)[:-len("-links")]] = json.loads(m.group(3))
-        elif m and m.group(1).endswith("-drops"):
-            drops[m.group(1)[:-len("-drops")]] = json.loads(m.group(3))
-        elif m and m.group(1).endswith("-pathstats"):
-            pathstats[m.group(1)[:-len("-pathstats")]] = json.loads(m.group(3))
-        elif m and m.group(1).endswith("-pdus"):
-            pdus[m.group(1)[:-len("-pdus")]] = json.loads(m.group(3))
-        elif m and m.group(1).endswith("-cpuroles"):
-            cpu_roles[m.group(1)[:-len("-cpuroles")]] = json.loads(m.group(3))
+        elif suffix and suffix.group(0) in PER_RUN:
+            per_run[PER_RUN[suffix.group(0)]][m.group(1)[:suffix.start()]] = json.loads(m.group(3))
         elif m and m.group(1).endswith("-cpu"):
             cpu_busy[m.group(1)[:-len("-cpu")]] = json.loads(m.group(3))["busy"]
         elif m and not m.group(2):
@@ -348,23 +356,7 @@ def parse(text, shape, runs, boot_s, total_s):
                             "failed": failed,
                             # the second half of each run alone: still ramping up when above mib_s
                             "late_mib_s": common.median_spread([r["late_mib_s"] for r in ok]) if ok and "late_mib_s" in ok[0] else None,
-                            # what the kernel counted in each run (both namespaces), by run
-                            "kernel_counters": [kernel_counters.get(t, {}) for t in tags],
-                            # the TCP flows that carried data on each path (most seen at once) and their
-                            # median round trip, by run
-                            "flows": [flows.get(t) for t in tags],
-                            # the engine's per-path statistics (subflows, most commands in flight), by run
-                            "path_stats": [pathstats.get(t) for t in tags],
-                            # what the lab dropped in each direction, by run
-                            "drops": [drops.get(t) for t in tags],
-                            # the bytes each lab link carried, by run
-                            "links": [links.get(t) for t in tags],
-                            # where the guest's CPU went in each run's measured window (by run):
-                            # /proc/stat's split and each role's processes (guest-bench.sh cpu_roles)
-                            "cpu_roles": [cpu_roles.get(t) for t in tags],
-                            # NVMe/TCP PDU headers seen starting a packet leaving the host namespace
-                            # (by run): h2cdata and capsule_data; guest-bench.sh pdu_rules
-                            "pdus": [pdus.get(t) for t in tags],
+                            **{kind: [per_run[kind].get(t) for t in tags] for kind in PER_RUN.values()},
                             # the emulated CPU's busy fraction over each run's last `runtime` seconds
                             "guest_cpu_busy": common.median_spread([cpu_busy[t] for t in tags if t in cpu_busy])
                             if any(t in cpu_busy for t in tags) else None}

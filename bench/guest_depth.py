@@ -208,6 +208,23 @@ def table(res, with_pdus=False):
     return rows
 
 
+def events(res):
+    """The kernel host's nvme messages in each of its cells, summed over the
+    runs: the resets and timeouts behind a run that fell short."""
+    out = []
+    for c in res["cells"]:
+        for rw in ("randread", "randwrite"):
+            d = c[rw] or {}
+            total = {}
+            for run in filter(None, d.get("kernel_events") or []):
+                for msg, n in run.items():
+                    total[msg] = total.get(msg, 0) + n
+            if total:
+                out.append(f"- {c['side']} {c['transport']} {c['iopolicy']} {rw[4:]}: "
+                           + "; ".join(f"{m} x{n}" for m, n in sorted(total.items(), key=lambda x: -x[1])[:6]))
+    return ["", "The kernel host's messages during its runs (dmesg, summed over the runs):", ""] + out if out else []
+
+
 def header(res):
     line = res["line_mib_s"]
     return (f"Linux {guest.guest_kernel(res)} guest, {res.get('smp', 1)} vCPU (TCG), {res['paths']} x {res['rate_mbit']:g} Mbit "
@@ -309,6 +326,7 @@ def report(results, out=None):
     for name, res in results.items():
         lines += [f"### {titles.get(name, name)}", "", header(res), ""]
         lines += table(res, with_pdus=name == "inline")
+        lines += events(res)
         if name == "sweep" and out:
             try:
                 lines += ["", f"Plot: {plot(res, out).name} (the model: each command's 128 KiB in k round trips of the "

@@ -53,7 +53,7 @@ def counters(d, read):
     out = []
     for k in ("Tcp.RetransSegs", "TcpExt.TCPTimeouts", "MPTcpExt.MPTCPRetrans"):
         vals = []
-        for c in d["kernel_counters"]:
+        for c in filter(None, d["kernel_counters"]):
             segs = c.get(f"{sender}.Tcp.OutSegs", 0)
             if segs:
                 vals.append(c.get(f"{sender}.{k}", 0) / (segs * common.MSS / 1048576))
