@@ -99,7 +99,8 @@ def tcp_cells(smp):
 
 
 def inline_cells(smp):
-    return [(side, f"mptcp-{DEEP}", "round-robin") for side in ("engine", "kernel", "engine@nvmet", "kernel@nvmet")]
+    out = [(side, f"mptcp-{DEEP}", "round-robin") for side in ("engine", "kernel", "engine@nvmet", "kernel@nvmet")]
+    return out + [("raw", f"mptcp-{DEEP}", "round-robin")]  # run after each engine run against mpnvme-target
 
 
 # name: (cells, conditions, directions)
