@@ -32,8 +32,8 @@ Cases (--case picks by name; each runs in a guest boot of its own):
   MPTCP round-robin beside its raw control, with fio's and mpnvme-target's
   CPU per GiB. Where the engine meets its raw control here but not in the
   guest, the guest's gap is its CPU.
-Each engine run of cpu and equal is followed by its raw control in the
-same lab state."""
+Each engine run against mpnvme-target is followed by its raw control in
+the same lab state."""
 import dataclasses
 import os
 import pathlib
@@ -226,13 +226,17 @@ def events(res):
     return ["", "The kernel host's messages during its runs (dmesg, summed over the runs):", ""] + out if out else []
 
 
+def timeout_text(res):
+    t = res.get("io_timeout_s", 30)
+    return f"{t} s" + (" (the kernel's 30 s stretched with the lab's time)" if t != 30 else " (the kernel's default)")
+
+
 def header(res):
     line = res["line_mib_s"]
     return (f"Linux {guest.guest_kernel(res)} guest, {res.get('smp', 1)} vCPU (TCG), {res['paths']} x {res['rate_mbit']:g} Mbit "
             f"(line {line:.1f} MiB/s), {res['delay_ms']:g} ms each way, {res['loss_pct']} % loss per {res['loss_unit']} by "
             f"{res['loss_via']}, cubic, the selftest's MPTCP endpoints; 128 KiB random I/O; {res['runtime_s']} s after "
-            f"{res['ramp_s']} s, medians of {res['runs']} run(s); both hosts' I/O timeout {res.get('io_timeout_s', 30)} s "
-            "(the kernel's 30 s stretched with the lab's time). Cells: TRANSPORT-jJOBS-qdDEPTH (-pblock: the engine's "
+            f"{res['ramp_s']} s, medians of {res['runs']} run(s); both hosts' I/O timeout {timeout_text(res)}. Cells: TRANSPORT-jJOBS-qdDEPTH (-pblock: the engine's "
             "poll=block). Flows: the TCP flows that carried data on each path (MPTCP subflows one by one; the most seen at "
             "once). CPU, the last run's measured window: busy, the share of the guest's CPU time not idle, softirq of its "
             "ticks, then each role's share of the time tasks ran (fio is the engine in engine cells; a task's time "
