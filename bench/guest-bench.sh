@@ -10,8 +10,10 @@
 # connections, direction and time over bare sockets). One line per run
 # on the console: "BENCH TAG JSON", then "BENCH-DONE".
 #   /files/params: PATHS RATE_MBIT DELAY_MS LOSS_PCT LOSS_VIA LOSS_UNIT RUNTIME RAMP
-#                  IO_TIMEOUT_S PRELOAD NVMET_TRTYPE (shell variables; IO_TIMEOUT_S:
-#                  both hosts' I/O timeout; the loss model as
+#                  IO_TIMEOUT_S KATO_S PRELOAD NVMET_TRTYPE (shell variables;
+#                  IO_TIMEOUT_S, KATO_S: both hosts' I/O and keep-alive
+#                  timeouts (the kernel's admin timeout twice the I/O
+#                  timeout, as its defaults); the loss model as
 #                  mpnvme-lab's --loss-via and --loss-unit; PRELOAD: the ASan
 #                  runtime of a sanitizer build; NVMET_TRTYPE: nvmet's port
 #                  transport, mptcp on a kernel with NVMe over MPTCP)
@@ -33,10 +35,15 @@ NVMET_TRTYPE=${NVMET_TRTYPE:-tcp}
 export MPNVME_ENGINE=/usr/local/bin/fio-mpnvme.so MPNVME_SUBNQN=nqn.2026-12.io.mpnvme:guest-seed
 MPNVME_TRADDR=10.1.1.1 NVMET_TRADDR=10.1.1.1:$NVMET_PORT
 for ((i = 2; i <= PATHS; i++)); do MPNVME_TRADDR+=,10.1.$i.1 NVMET_TRADDR+=,10.1.$i.1:$NVMET_PORT; done
-export MPNVME_TRADDR MPNVME_RUNTIME=$RUNTIME MPNVME_RAMP=$RAMP MPNVME_IO_TIMEOUT=$((IO_TIMEOUT_S * 1000))
+export MPNVME_TRADDR MPNVME_RUNTIME=$RUNTIME MPNVME_RAMP=$RAMP MPNVME_IO_TIMEOUT=$((IO_TIMEOUT_S * 1000)) MPNVME_KATO=${KATO_S:-5}
 # The kernel host's I/O timeout is one module parameter, read when a
 # controller is created: set before any connect.
 echo "$IO_TIMEOUT_S" >/sys/module/nvme_core/parameters/io_timeout || echo "BENCH note: nvme_core.io_timeout not set to $IO_TIMEOUT_S"
+# Its admin commands' timeout likewise, at the kernel's ratio (60 s against
+# 30 s): a keep-alive stretched past it would be timed out as an admin
+# command first.
+echo "$((IO_TIMEOUT_S * 2))" >/sys/module/nvme_core/parameters/admin_timeout ||
+  echo "BENCH note: nvme_core.admin_timeout not set to $((IO_TIMEOUT_S * 2))"
 export MPNVME_IOPOLICY=round-robin MPNVME_RW=randread MPNVME_IODEPTH=32 MPNVME_NUMJOBS=$JOBS MPNVME_NR_IO_QUEUES=1 MPNVME_POLL=hybrid MPNVME_PATH_STATS=/dev/null
 mkdir -p /run /var /etc/nvme && mount -t tmpfs tmpfs /run && ln -sfn /run /var/run
 echo "nqn.2014-08.org.nvmexpress:uuid:5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" > /etc/nvme/hostnqn

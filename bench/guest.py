@@ -115,6 +115,14 @@ class Shape:
     # nvme_core.io_timeout): 30 s, the kernel's default, unless a case
     # stretches it with the lab's time (guest_depth.py).
     io_timeout_s: int = 30
+    # Both hosts' keep-alive timeout (the job's kato, which the engine takes
+    # and mpnvme-nvmet connect --job gives the kernel host): 5 s, the
+    # default of both, unless a case stretches it as the I/O timeout.
+    kato_s: int = 5
+    # Each engine run followed by its raw control in the same lab state
+    # (the raw cells of the plan's engine cells); False: the raw cells run
+    # on their own, as the sweep's one control per transport.
+    raw_after_engine: bool = True
 
     def cells_of(self, cond):
         return self.cond_cells.get(cond, self.cells)
@@ -213,19 +221,19 @@ def execute(shape, runs, work, kernel, name="guest"):
     plan = []
     for cond in conditions:
         cond_cells = shape.cells_of(cond)
-        after_engine = {(t, p) for side, t, p in cond_cells if side == "engine"}
+        after_engine = {(t, p) for side, t, p in cond_cells if side == "engine"} if shape.raw_after_engine else set()
         for side, transport, pol in cond_cells:
             for rw in rws:
                 for i in range(runs):
                     if side == "raw" and (transport, pol) in after_engine:
                         continue  # run right after its engine run: the same lab state for both
-                    for s in (side, "raw") if side == "engine" else (side,):
+                    for s in (side, "raw") if side == "engine" and after_engine else (side,):
                         plan.append(f"{cond} {s} {transport} {pol} {rw} {cond}-{s}-{transport}-{pol}-{rw}-{i}")
     gdir = work / f"{name}-{re.sub(r'[^A-Za-z0-9.]', '_', kernel)}"
     gdir.mkdir()
     (gdir / "plan").write_text("\n".join(plan) + "\n")
     (gdir / "params").write_text(f"PATHS={paths} RATE_MBIT={shape.rate_mbit:g} DELAY_MS={shape.delay_ms:g} LOSS_PCT={LOSS_PCT} LOSS_VIA={shape.loss_via} LOSS_UNIT={shape.loss_unit} RUNTIME={runtime} RAMP={ramp} "
-                                 f"IO_TIMEOUT_S={shape.io_timeout_s} PRELOAD={asan_runtime()} NVMET_TRTYPE={'mptcp' if kernel_mptcp else 'tcp'}\n")
+                                 f"IO_TIMEOUT_S={shape.io_timeout_s} KATO_S={shape.kato_s} PRELOAD={asan_runtime()} NVMET_TRTYPE={'mptcp' if kernel_mptcp else 'tcp'}\n")
     setup = gdir / "setup.sh"
     setup.write_text("/usr/local/bin/bash /files/guest-bench.sh > /dev/console 2>&1 &\n")
     files = [gdir / "plan", gdir / "params", common.LAB, HERE / "guest-seed.fio", HERE / "guest-bench.sh", HERE / "flows.awk"]
@@ -336,7 +344,7 @@ def parse(text, shape, runs, boot_s, total_s):
         elif line.startswith("BENCH "):
             notes.append(line[6:].strip())
     res = {"rate_mbit": shape.rate_mbit, "paths": shape.paths, "smp": shape.smp, "delay_ms": shape.delay_ms, "scale": shape.scale,
-           "loss_pct": LOSS_PCT, "loss_unit": shape.loss_unit, "loss_via": shape.loss_via, "runtime_s": shape.runtime, "ramp_s": shape.ramp, "io_timeout_s": shape.io_timeout_s, "runs": runs, "boot_s": boot_s,
+           "loss_pct": LOSS_PCT, "loss_unit": shape.loss_unit, "loss_via": shape.loss_via, "runtime_s": shape.runtime, "ramp_s": shape.ramp, "io_timeout_s": shape.io_timeout_s, "kato_s": shape.kato_s, "runs": runs, "boot_s": boot_s,
            "total_s": total_s, "line_mib_s": mbit_to_mib_s(shape.paths * shape.rate_mbit),
            "notes": notes, "counters": counters,
            "kernel_path_split": splits, "labs": labs, "cells": []}

@@ -33,7 +33,7 @@ Cases (--case picks by name; each runs in a guest boot of its own):
   CPU per GiB. Where the engine meets its raw control here but not in the
   guest, the guest's gap is its CPU.
 Each engine run against mpnvme-target is followed by its raw control in
-the same lab state."""
+the same lab state, but in the sweep (one raw control per transport)."""
 import dataclasses
 import os
 import pathlib
@@ -112,16 +112,18 @@ CASES = {"cpu": (cpu_cells, ("lossy",), ("randread", "randwrite")),
          "inline": (inline_cells, ("lossy-inline",), ("randwrite",))}
 
 
-def stretched_timeout(shape):
-    """Both hosts' I/O timeout in seconds: the kernel's default 30 s
-    stretched as the lab stretches time. The lab keeps the selftest's
-    bandwidth-delay product per path at a 25th of its rate, so the
-    published depth's queue drains 25 times slower: lossy TCP at a fifth of
-    line holds a command for 128 MiB / 3.8 MiB/s, about 34 s, which the
-    selftest's paths drain in 1.4 s. At 30 s both hosts time commands out
-    and reset paths in the middle of a cell, and the cell measures the
-    timeout, not the transport."""
-    return int(30 * shape.scale)
+def stretched_timeouts(shape):
+    """Both hosts' I/O and keep-alive timeouts in seconds: the kernel's
+    defaults (30 s, 5 s) stretched as the lab stretches time. The lab keeps
+    the selftest's bandwidth-delay product per path at a 25th of its rate,
+    so the published depth's queue drains 25 times slower: lossy TCP at a
+    fifth of line holds a command for 128 MiB / 3.8 MiB/s, about 34 s,
+    which the selftest's paths drain in 1.4 s. At 30 s both hosts time
+    commands out and reset paths in the middle of a cell, and the cell
+    measures the timeout, not the transport. A keep-alive of 5 s is 20 of
+    this lab's round trips (1000 of the selftest's): the kernel host's
+    keep-alives failed in every lossy TCP run and reset its controllers."""
+    return {"io_timeout_s": int(30 * shape.scale), "kato_s": int(5 * shape.scale)}
 
 
 def host_cross_check(runs, work):
@@ -148,7 +150,9 @@ def run(runs, work, kernel, case="", smp=1):
         # others take the runs asked for (bench/run's default: 3).
         n = 1 if name == "sweep" else runs
         shape = guest.Shape(conditions=conditions, rws=rws, cells=cells(smp), runtime=15, ramp=5, smp=smp)
-        shape = dataclasses.replace(shape, io_timeout_s=stretched_timeout(shape))
+        # The sweep's raw controls are one per transport (they depend on
+        # neither depth nor policy): not one after each of its engine runs.
+        shape = dataclasses.replace(shape, raw_after_engine=name != "sweep", **stretched_timeouts(shape))
         print(f"  depth: {name} ({len(shape.cells)} cells x {len(rws)} directions x {n} run(s), {smp} vCPU)", flush=True)
         out[name] = guest.execute(shape, n, work, kernel, name=f"depth-{name}")
     return out
@@ -191,8 +195,8 @@ def raw_for(res, cell):
 
 def table(res, with_pdus=False):
     line = res["line_mib_s"]
-    rows = ["| side | cell | iopolicy | dir | in flight | MiB/s (line) [min..max] | / raw | flows per path | CPU |"
-            + (" PDUs seen |" if with_pdus else ""), "|---|---|---|---|---|---|---|---|---|" + ("---|" if with_pdus else "")]
+    rows = ["| side | cell | iopolicy | dir | in flight | MiB/s (line) [min..max] | / raw | model (bound) | flows per path | CPU |"
+            + (" PDUs seen |" if with_pdus else ""), "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if with_pdus else "")]
     for c in res["cells"]:
         raw = raw_for(res, c) if c["side"] != "raw" else None
         for rw in ("randread", "randwrite"):
@@ -204,7 +208,8 @@ def table(res, with_pdus=False):
             r = raw[rw]["mib_s"] if raw and raw[rw] else None
             ratio = f"{m['median'] / r['median']:.2f}" if m and r and r["median"] else "-"
             rows.append(f"| {c['side']} | {c['transport']} | {c['iopolicy']} | {rw[4:]} | "
-                        f"{guest.inflight_of(c['transport']) if c['side'] != 'raw' else '-'} | {val} | {ratio} | {flows_text(d)} | "
+                        f"{guest.inflight_of(c['transport']) if c['side'] != 'raw' else '-'} | {val} | {ratio} | "
+                        f"{model_text(res, c, rw) if c['side'] != 'raw' else '-'} | {flows_text(d)} | "
                         f"{roles_text(d)} |" + (f" {pdus_text(d)} |" if with_pdus else ""))
     return rows
 
@@ -227,8 +232,9 @@ def events(res):
 
 
 def timeout_text(res):
-    t = res.get("io_timeout_s", 30)
-    return f"{t} s" + (" (the kernel's 30 s stretched with the lab's time)" if t != 30 else " (the kernel's default)")
+    t, k = res.get("io_timeout_s", 30), res.get("kato_s", 5)
+    return f"{t} s, keep-alive {k} s" + (" (the kernel's 30 s and 5 s stretched with the lab's time)" if (t, k) != (30, 5)
+                                         else " (the kernel's defaults)")
 
 
 def header(res):
@@ -244,17 +250,34 @@ def header(res):
 
 
 def model(res, cell, rw):
-    """The service-time bound of a cell: N commands of 128 KiB, each taking
-    k round trips (reads 1, writes 2: the R2T's, then the data's) of the
-    loss-stretched round trip its flows measured: N x 128 KiB / (k x RTT)."""
+    """The service-time model of a cell, MiB/s, and the bound that sets it:
+    - depth: N commands of 128 KiB, each taking k round trips (reads 1,
+      writes 2: the R2T's, then the data's) of the loss-stretched round
+      trip its flows measured: N x 128 KiB / (k x RTT);
+    - loss: what its flows carry at the loss the sender met and that round
+      trip (common.flow_estimate, PFTK per flow, each path capped by its
+      line): the bound deep queues meet;
+    - line: the paths' rate.
+    None where the run recorded no round trip."""
     d = cell[rw]
-    f = last(d, "flows")
-    rtts = [t for t in (f or {}).get("rtt_ms", []) if t]
-    if not rtts:
+    runs = [i for i, f in enumerate(d.get("flows") or []) if f and any(f.get("rtt_ms", []))]
+    if not runs:
         return None
-    rtt = sorted(rtts)[len(rtts) // 2] / 1000
+    i = runs[-1]
+    rtts = sorted(t for t in d["flows"][i]["rtt_ms"] if t)
+    rtt = rtts[len(rtts) // 2] / 1000
     k = 1 if rw == "randread" else 2
-    return guest.inflight_of(cell["transport"]) * BLOCK / (k * rtt) / 1048576
+    bounds = {"depth": guest.inflight_of(cell["transport"]) * BLOCK / (k * rtt) / 1048576, "line": res["line_mib_s"]}
+    flows = guest.run_model(res, d, i, rw == "randread") if d.get("drops") and d.get("kernel_counters") else None
+    if flows:
+        bounds["loss"] = flows["estimate"]
+    name = min(bounds, key=bounds.get)
+    return bounds[name], name
+
+
+def model_text(res, cell, rw):
+    m = model(res, cell, rw)
+    return f"{m[0]:.1f} ({m[1]})" if m else "-"
 
 
 def plot(res, out):
@@ -281,11 +304,11 @@ def plot(res, out):
             if raw and raw[rw] and raw[rw]["mib_s"]:
                 ax.axhline(raw[rw]["mib_s"]["median"] / line, color="gray", label="raw control")
             ax.axvline(bdp, color="gray", linestyle=":", label=f"BDP ({bdp:.0f} commands)")
-            mod = sorted((guest.inflight_of(c["transport"]), model(res, c, rw) / line) for c in res["cells"]
+            mod = sorted((guest.inflight_of(c["transport"]), model(res, c, rw)[0] / line) for c in res["cells"]
                          if c["side"] == "engine" and c["iopolicy"] == "round-robin" and c["transport"].startswith(t + "-")
                          and c[rw] and model(res, c, rw))
             if mod:
-                ax.plot(*zip(*mod), ":", color="black", label="model: N x 128 KiB / (k x RTT)")
+                ax.plot(*zip(*mod), ":", color="black", label="model: min(N x 128 KiB / (k x RTT), flows at the loss, line)")
             ax.set_xscale("log", base=2)
             ax.set_ylim(0, 1.1)
             ax.set_title(f"{t} {rw[4:]}s", fontsize=10)
@@ -334,8 +357,10 @@ def report(results, out=None):
         lines += events(res)
         if name == "sweep" and out:
             try:
-                lines += ["", f"Plot: {plot(res, out).name} (the model: each command's 128 KiB in k round trips of the "
-                          "median round trip its flows measured, reads k = 1, writes k = 2)."]
+                lines += ["", f"Plot: {plot(res, out).name}. Model: the least of three bounds, named in the table: depth, each "
+                          "command's 128 KiB in k round trips of the median round trip its flows measured (reads k = 1, "
+                          "writes k = 2); loss, what its flows carry at the loss their sender met and that round trip "
+                          "(PFTK per flow, each path capped by its line); line."]
             except ImportError:
                 lines += ["", "(no plot: python3-matplotlib is not installed)"]
         lines.append("")
