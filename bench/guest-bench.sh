@@ -305,8 +305,11 @@ kernel_cell() {
   shape "$4"
   # the cell's jobs, depth and queues: what connect --job asks the kernel for
   local shaped=(MPNVME_IODEPTH="$depth" MPNVME_NUMJOBS="$jobs" MPNVME_NR_IO_QUEUES="$queues")
+  # The kernel's time of its last message before the cell: the cell's own
+  # messages are the later ones (a line count would shift when the ring
+  # buffer wraps).
   local seen
-  seen=$(dmesg | wc -l)
+  seen=$(dmesg | tail -n 1 | sed -nE 's/^\[ *([0-9]+\.[0-9]+)\].*/\1/p')
   out=$(env "${shaped[@]}" MPNVME_TRADDR=$5 MPNVME_TRANSPORT=$transport MPNVME_IOPOLICY=$2 $LAB exec host mpnvme-nvmet connect --job "$JOB" 2>&1) ||
     { failed "$1" "connect: $out"; return; }
   dev=$(sed -n 's/^device //p' <<<"$out")
@@ -331,7 +334,8 @@ kernel_cell() {
   # What the kernel host said during the cell (resets, keep-alive and I/O
   # timeouts, reconnects), each message with its count, controller names
   # folded: the events behind a controller that carried less than the others.
-  say "$1-dmesg $(dmesg | tail -n +$((seen + 1)) | grep -E '\] nvme' | sed -E 's/^\[[^]]*\] //; s/nvme[0-9]+/nvmeN/g' |
+  say "$1-dmesg $(dmesg | awk -v t="${seen:-0}" 'match($0, /^\[ *[0-9]+\.[0-9]+\]/) &&
+    substr($0, RSTART + 1, RLENGTH - 2) + 0 > t + 0' | grep -E '\] nvme' | sed -E 's/^\[[^]]*\] //; s/nvme[0-9]+/nvmeN/g' |
     sort | uniq -c | jq -Rsc 'split("\n") | map(select(length > 0) | capture("^ *(?<n>[0-9]+) (?<m>.*)$") | {(.m): (.n | tonumber)}) | add // {}')"
 }
 
