@@ -195,8 +195,8 @@ def raw_for(res, cell):
 
 def table(res, with_pdus=False):
     line = res["line_mib_s"]
-    rows = ["| side | cell | iopolicy | dir | in flight | MiB/s (line) [min..max] | / raw | model (bound) | flows per path | CPU |"
-            + (" PDUs seen |" if with_pdus else ""), "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if with_pdus else "")]
+    rows = ["| side | cell | iopolicy | dir | in flight | MiB/s (line) [min..max] | / raw | model (bound) | held per command (RTTs) | flows per path | CPU |"
+            + (" PDUs seen |" if with_pdus else ""), "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if with_pdus else "")]
     for c in res["cells"]:
         raw = raw_for(res, c) if c["side"] != "raw" else None
         for rw in ("randread", "randwrite"):
@@ -209,7 +209,8 @@ def table(res, with_pdus=False):
             ratio = f"{m['median'] / r['median']:.2f}" if m and r and r["median"] else "-"
             rows.append(f"| {c['side']} | {c['transport']} | {c['iopolicy']} | {rw[4:]} | "
                         f"{guest.inflight_of(c['transport']) if c['side'] != 'raw' else '-'} | {val} | {ratio} | "
-                        f"{model_text(res, c, rw) if c['side'] != 'raw' else '-'} | {flows_text(d)} | "
+                        f"{model_text(res, c, rw) if c['side'] != 'raw' else '-'} | {held_text(res, c, rw) if c['side'] != 'raw' else '-'} | "
+                        f"{flows_text(d)} | "
                         f"{roles_text(d)} |" + (f" {pdus_text(d)} |" if with_pdus else ""))
     return rows
 
@@ -263,9 +264,7 @@ def model(res, cell, rw):
     runs = [i for i, f in enumerate(d.get("flows") or []) if f and any(f.get("rtt_ms", []))]
     if not runs:
         return None
-    i = runs[-1]
-    rtts = sorted(t for t in d["flows"][i]["rtt_ms"] if t)
-    rtt = rtts[len(rtts) // 2] / 1000
+    i, rtt = runs[-1], median_rtt_s(d)
     k = 1 if rw == "randread" else 2
     bounds = {"depth": guest.inflight_of(cell["transport"]) * BLOCK / (k * rtt) / 1048576, "line": res["line_mib_s"]}
     flows = guest.run_model(res, d, i, rw == "randread") if d.get("drops") and d.get("kernel_counters") else None
@@ -273,6 +272,28 @@ def model(res, cell, rw):
         bounds["loss"] = flows["estimate"]
     name = min(bounds, key=bounds.get)
     return bounds[name], name
+
+
+def median_rtt_s(d):
+    """The median round trip the last run with any measured, seconds."""
+    runs = [f for f in d.get("flows") or [] if f and any(f.get("rtt_ms", []))]
+    if not runs:
+        return None
+    rtts = sorted(t for t in runs[-1]["rtt_ms"] if t)
+    return rtts[len(rtts) // 2] / 1000
+
+
+def held_text(res, cell, rw):
+    """How long each command held its slot, by Little's law: the commands
+    in flight over the rate they completed at, in seconds and in round
+    trips. A lossless read holds one round trip and a write two; what is
+    above that waited behind holes its connection was repairing."""
+    d = cell[rw]
+    m, rtt = (d.get("mib_s") or {}).get("median"), median_rtt_s(d)
+    if not m or not rtt:
+        return "-"
+    t = guest.inflight_of(cell["transport"]) * BLOCK / (m * 1048576)
+    return f"{t:.2f} s ({t / rtt:.1f})"
 
 
 def model_text(res, cell, rw):
