@@ -40,8 +40,7 @@ export MPNVME_TRADDR MPNVME_RUNTIME=$RUNTIME MPNVME_RAMP=$RAMP MPNVME_IO_TIMEOUT
 # controller is created: set before any connect.
 echo "$IO_TIMEOUT_S" >/sys/module/nvme_core/parameters/io_timeout || echo "BENCH note: nvme_core.io_timeout not set to $IO_TIMEOUT_S"
 # Its admin commands' timeout likewise, at the kernel's ratio (60 s against
-# 30 s): a keep-alive stretched past it would be timed out as an admin
-# command first.
+# 30 s): Connect and the property commands cross the same lossy paths.
 echo "$((IO_TIMEOUT_S * 2))" >/sys/module/nvme_core/parameters/admin_timeout ||
   echo "BENCH note: nvme_core.admin_timeout not set to $((IO_TIMEOUT_S * 2))"
 export MPNVME_IOPOLICY=round-robin MPNVME_RW=randread MPNVME_IODEPTH=32 MPNVME_NUMJOBS=$JOBS MPNVME_NR_IO_QUEUES=1 MPNVME_POLL=hybrid MPNVME_PATH_STATS=/dev/null
@@ -49,6 +48,9 @@ mkdir -p /run /var /etc/nvme && mount -t tmpfs tmpfs /run && ln -sfn /run /var/r
 echo "nqn.2014-08.org.nvmexpress:uuid:5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" > /etc/nvme/hostnqn
 echo "5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" > /etc/nvme/hostid
 say() { echo "BENCH $*"; }
+# tcp_mem (pages: no pressure, pressure, limit): one limit on every socket
+# buffer of both lab namespaces, sized by the kernel from the guest memory.
+say "tcp_mem $(cat /proc/sys/net/ipv4/tcp_mem)"
 # failed TAG WHAT: the run's line when it produced no result (quotes,
 # backslashes and newlines of WHAT made JSON-safe).
 failed() { say "$1 {\"failed\": \"$(tr '\n"\\' '   ' <<<"$2")\"}"; }

@@ -123,6 +123,10 @@ class Shape:
     # (the raw cells of the plan's engine cells); False: the raw cells run
     # on their own, as the sweep's one control per transport.
     raw_after_engine: bool = True
+    # The guest's memory (MiB). Linux sizes tcp_mem, the one limit on all
+    # sockets' buffers of both lab namespaces, from it: about 80 MiB before
+    # memory pressure at 1536 (a 16th of the pages).
+    mem_mib: int = 1536
 
     def cells_of(self, cond):
         return self.cond_cells.get(cond, self.cells)
@@ -205,7 +209,7 @@ def execute(shape, runs, work, kernel, name="guest"):
     binaries = guest_binaries()
     # MPNVME_LAB_KERNEL: 6.12, latest (Debian unstable's cloud kernel) or a
     # directory with a kernel the user built.
-    env = dict(os.environ, MPNVME_LAB_BINARIES=" ".join(binaries), MPNVME_LAB_MEM="1536", MPNVME_LAB_TIMEOUT="300",
+    env = dict(os.environ, MPNVME_LAB_BINARIES=" ".join(binaries), MPNVME_LAB_MEM=str(shape.mem_mib), MPNVME_LAB_TIMEOUT="300",
                MPNVME_LAB_KERNEL=kernel, MPNVME_LAB_SMP=str(shape.smp))
     # The kernel package is fetched (once) from this machine's network;
     # then the guest's user-mode network stays in a namespace of its own:
@@ -344,7 +348,7 @@ def parse(text, shape, runs, boot_s, total_s):
         elif line.startswith("BENCH "):
             notes.append(line[6:].strip())
     res = {"rate_mbit": shape.rate_mbit, "paths": shape.paths, "smp": shape.smp, "delay_ms": shape.delay_ms, "scale": shape.scale,
-           "loss_pct": LOSS_PCT, "loss_unit": shape.loss_unit, "loss_via": shape.loss_via, "runtime_s": shape.runtime, "ramp_s": shape.ramp, "io_timeout_s": shape.io_timeout_s, "kato_s": shape.kato_s, "runs": runs, "boot_s": boot_s,
+           "loss_pct": LOSS_PCT, "loss_unit": shape.loss_unit, "loss_via": shape.loss_via, "runtime_s": shape.runtime, "ramp_s": shape.ramp, "io_timeout_s": shape.io_timeout_s, "kato_s": shape.kato_s, "mem_mib": shape.mem_mib, "runs": runs, "boot_s": boot_s,
            "total_s": total_s, "line_mib_s": mbit_to_mib_s(shape.paths * shape.rate_mbit),
            "notes": notes, "counters": counters,
            "kernel_path_split": splits, "labs": labs, "cells": []}

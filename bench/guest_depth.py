@@ -47,6 +47,15 @@ PUBLISHED_JOBS, PUBLISHED_DEPTH = 4, 256
 DEEP = f"j{PUBLISHED_JOBS}-qd{PUBLISHED_DEPTH}"
 SWEEP_DEPTHS = (32, 64, 128, 256)
 BLOCK = 128 * 1024
+# The guest's memory at depth. Linux's tcp_mem (one limit on the socket
+# buffers of both lab namespaces: they share the guest's kernel) is a
+# sixteenth of its pages to pressure: about 80 MiB at the guest bench's
+# 1536 MiB, under the 128 MiB the published depth keeps in flight. At
+# 1536 the deepest cells met memory pressure (TCPMemoryPressures, pruned
+# out-of-order queues) and fell to under half the line in their second
+# half. The selftest's machines have gigabytes of tcp_mem; 4 GiB gives the
+# guest about 220 MiB.
+DEPTH_MEM_MIB = 4096
 
 
 def cpu_cells(smp):
@@ -152,7 +161,8 @@ def run(runs, work, kernel, case="", smp=1):
         shape = guest.Shape(conditions=conditions, rws=rws, cells=cells(smp), runtime=15, ramp=5, smp=smp)
         # The sweep's raw controls are one per transport (they depend on
         # neither depth nor policy): not one after each of its engine runs.
-        shape = dataclasses.replace(shape, raw_after_engine=name != "sweep", **stretched_timeouts(shape))
+        shape = dataclasses.replace(shape, raw_after_engine=name != "sweep", mem_mib=DEPTH_MEM_MIB,
+                                    **stretched_timeouts(shape))
         print(f"  depth: {name} ({len(shape.cells)} cells x {len(rws)} directions x {n} run(s), {smp} vCPU)", flush=True)
         out[name] = guest.execute(shape, n, work, kernel, name=f"depth-{name}")
     return out
@@ -181,6 +191,15 @@ def pdus_text(d):
     return ", ".join(f"{k} {v}" for k, v in sorted(p.items())) if p else "-"
 
 
+def pressure_flag(d):
+    """" [!tcp memory pressure in N of M]" where the guest's kernel entered
+    TCP memory pressure (tcp_mem) during a run: its sockets' buffers were
+    clamped and out-of-order queues pruned, which the paths did not do."""
+    runs = [k for k in d.get("kernel_counters") or [] if k is not None]
+    hit = sum(1 for k in runs if k.get("host.TcpExt.TCPMemoryPressures", 0) + k.get("target.TcpExt.TCPMemoryPressures", 0))
+    return f" [!tcp memory pressure in {hit} of {len(runs)}]" if hit else ""
+
+
 def raw_for(res, cell):
     """The raw control a cell is set beside: the kernel host's is the one
     with its connections (one per path per vCPU) where the plan has it;
@@ -204,7 +223,7 @@ def table(res, with_pdus=False):
             if d is None or d.get("failed") == ["not run"]:
                 continue
             m = d["mib_s"]
-            val = guest.fmt(d, line) + (f" [{m['min']:.1f}..{m['max']:.1f}]" if m and len(m["runs"]) > 1 else "")
+            val = guest.fmt(d, line) + (f" [{m['min']:.1f}..{m['max']:.1f}]" if m and len(m["runs"]) > 1 else "") + pressure_flag(d)
             r = raw[rw]["mib_s"] if raw and raw[rw] else None
             ratio = f"{m['median'] / r['median']:.2f}" if m and r and r["median"] else "-"
             rows.append(f"| {c['side']} | {c['transport']} | {c['iopolicy']} | {rw[4:]} | "
@@ -238,9 +257,18 @@ def timeout_text(res):
                                          else " (the kernel's defaults)")
 
 
+def memory_text(res):
+    """The guest's memory and the TCP memory pressure threshold its kernel
+    set from it (tcp_mem's second value, pages), where the guest said."""
+    mem = f"{res['mem_mib']} MiB" if "mem_mib" in res else "1536 MiB"
+    tcp_mem = next((n.split()[1:] for n in res.get("notes", []) if n.startswith("tcp_mem ")), None)
+    return mem + (f" (TCP memory pressure from {int(tcp_mem[1]) * 4096 / 1048576:.0f} MiB of socket buffers)"
+                  if tcp_mem and len(tcp_mem) == 3 else "")
+
+
 def header(res):
     line = res["line_mib_s"]
-    return (f"Linux {guest.guest_kernel(res)} guest, {res.get('smp', 1)} vCPU (TCG), {res['paths']} x {res['rate_mbit']:g} Mbit "
+    return (f"Linux {guest.guest_kernel(res)} guest, {res.get('smp', 1)} vCPU (TCG), {memory_text(res)}, {res['paths']} x {res['rate_mbit']:g} Mbit "
             f"(line {line:.1f} MiB/s), {res['delay_ms']:g} ms each way, {res['loss_pct']} % loss per {res['loss_unit']} by "
             f"{res['loss_via']}, cubic, the selftest's MPTCP endpoints; 128 KiB random I/O; {res['runtime_s']} s after "
             f"{res['ramp_s']} s, medians of {res['runs']} run(s); both hosts' I/O timeout {timeout_text(res)}. Cells: TRANSPORT-jJOBS-qdDEPTH (-pblock: the engine's "
@@ -248,6 +276,31 @@ def header(res):
             "once). CPU, the last run's measured window: busy, the share of the guest's CPU time not idle, softirq of its "
             "ticks, then each role's share of the time tasks ran (fio is the engine in engine cells; a task's time "
             "includes softirq work done while it ran).")
+
+
+def sweep_pivot(res):
+    """The sweep at a glance: per direction, line share by depth (rows) for
+    each host, transport and policy (columns), the raw controls last."""
+    line = res["line_mib_s"]
+    cols = [(side, t, pol) for t in ("mptcp", "tcp") for side in ("engine", "kernel") for pol in ("round-robin", "queue-depth")]
+    by = {(c["side"], c["transport"], c["iopolicy"]): c for c in res["cells"]}
+    head = "| 4 jobs x | " + " | ".join(f"{s} {t} {'rr' if p == 'round-robin' else 'qd'}" for s, t, p in cols) + " |"
+    out = []
+    for rw in ("randread", "randwrite"):
+        out += ["", f"{rw[4:].capitalize()}s, share of the line ({line:.1f} MiB/s); rr round-robin, qd queue-depth:", "",
+                head, "|---|" + "---|" * len(cols)]
+        for qd in SWEEP_DEPTHS:
+            vals = []
+            for s_, t, p in cols:
+                d = (by.get((s_, f"{t}-j{PUBLISHED_JOBS}-qd{qd}", p)) or {}).get(rw) or {}
+                vals.append(f"{d['mib_s']['median'] / line:.2f}" if d.get("mib_s") else "-")
+            out.append(f"| QD{qd} | " + " | ".join(vals) + " |")
+        raws = []
+        for s_, t, p in cols:
+            d = (by.get(("raw", f"{t}-j{PUBLISHED_JOBS}", "round-robin")) or {}).get(rw) or {}
+            raws.append(f"{d['mib_s']['median'] / line:.2f}" if d.get("mib_s") and s_ == "engine" and p == "round-robin" else "")
+        out.append("| raw, 16 connections | " + " | ".join(raws) + " |")
+    return out
 
 
 def model(res, cell, rw):
@@ -376,6 +429,8 @@ def report(results, out=None):
         lines += [f"### {titles.get(name, name)}", "", header(res), ""]
         lines += table(res, with_pdus=name == "inline")
         lines += events(res)
+        if name == "sweep":
+            lines += sweep_pivot(res)
         if name == "sweep" and out:
             try:
                 lines += ["", f"Plot: {plot(res, out).name}. Model: the least of three bounds, named in the table: depth, each "
