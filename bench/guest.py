@@ -124,8 +124,8 @@ class Shape:
     # on their own, as the sweep's one control per transport.
     raw_after_engine: bool = True
     # The guest's memory (MiB). Linux sizes tcp_mem, the one limit on all
-    # sockets' buffers of both lab namespaces, from it: about 80 MiB before
-    # memory pressure at 1536 (a 16th of the pages).
+    # sockets' buffers of both lab namespaces, from it: pressure at a 16th
+    # of its pages, under 96 MiB at 1536.
     mem_mib: int = 1536
 
     def cells_of(self, cond):
