@@ -236,7 +236,8 @@ def table(res, with_pdus=False):
 
 
 # What every connect and disconnect says: left out of the events.
-ROUTINE = re.compile(r"new ctrl: |creating \d+ I/O queues|mapped \d+/\d+/\d+ default|Removing ctrl: |clamping down")
+ROUTINE = re.compile(r"new ctrl: |creating \d+ I/O queues|mapped \d+/\d+/\d+ default|Removing ctrl: |clamping down|"
+                     r"Created nvm controller")
 
 
 def events(res):
