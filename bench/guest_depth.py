@@ -260,15 +260,17 @@ def events(res):
 
 
 def timeout_text(res):
-    t, k = res.get("io_timeout_s", 30), res.get("kato_s", 5)
-    return f"{t} s, keep-alive {k} s" + (" (the kernel's 30 s and 5 s stretched with the lab's time)" if (t, k) != (30, 5)
-                                         else " (the kernel's defaults)")
+    defaults = (guest.Shape.io_timeout_s, guest.Shape.kato_s)  # the kernel's
+    t, k = res.get("io_timeout_s", defaults[0]), res.get("kato_s", defaults[1])
+    why = f"the kernel's {defaults[0]} s and {defaults[1]} s stretched with the lab's time" if (t, k) != defaults \
+        else "the kernel's defaults"
+    return f"{t} s, keep-alive {k} s ({why})"
 
 
 def memory_text(res):
     """The guest's memory and the TCP memory pressure threshold its kernel
     set from it (tcp_mem's second value, pages), where the guest said."""
-    mem = f"{res['mem_mib']} MiB" if "mem_mib" in res else "1536 MiB"
+    mem = f"{res.get('mem_mib', guest.Shape.mem_mib)} MiB"
     tcp_mem = next((n.split()[1:] for n in res.get("notes", []) if n.startswith("tcp_mem ")), None)
     return mem + (f" (TCP memory pressure from {int(tcp_mem[1]) * 4096 / 1048576:.0f} MiB of socket buffers)"
                   if tcp_mem and len(tcp_mem) == 3 else "")
@@ -322,10 +324,10 @@ def model(res, cell, rw):
     - line: the paths' rate.
     None where the run recorded no round trip."""
     d = cell[rw]
-    runs = [i for i, f in enumerate(d.get("flows") or []) if f and any(f.get("rtt_ms", []))]
-    if not runs:
+    last_rtt = rtt_run(d)
+    if not last_rtt:
         return None
-    i, rtt = runs[-1], median_rtt_s(d)
+    i, rtt = last_rtt
     k = 1 if rw == "randread" else 2
     bounds = {"depth": guest.inflight_of(cell["transport"]) * BLOCK / (k * rtt) / 1048576, "line": res["line_mib_s"]}
     flows = guest.run_model(res, d, i, rw == "randread") if d.get("drops") and d.get("kernel_counters") else None
@@ -335,13 +337,14 @@ def model(res, cell, rw):
     return bounds[name], name
 
 
-def median_rtt_s(d):
-    """The median round trip the last run with any measured, seconds."""
-    runs = [f for f in d.get("flows") or [] if f and any(f.get("rtt_ms", []))]
+def rtt_run(d):
+    """The last run that measured a round trip, and its median round trip
+    in seconds; None where no run did."""
+    runs = [i for i, f in enumerate(d.get("flows") or []) if f and any(f.get("rtt_ms", []))]
     if not runs:
         return None
-    rtts = sorted(t for t in runs[-1]["rtt_ms"] if t)
-    return rtts[len(rtts) // 2] / 1000
+    rtts = sorted(t for t in d["flows"][runs[-1]]["rtt_ms"] if t)
+    return runs[-1], rtts[len(rtts) // 2] / 1000
 
 
 def held_text(res, cell, rw):
@@ -350,9 +353,10 @@ def held_text(res, cell, rw):
     trips. A lossless read holds one round trip and a write two; what is
     above that waited behind holes its connection was repairing."""
     d = cell[rw]
-    m, rtt = (d.get("mib_s") or {}).get("median"), median_rtt_s(d)
-    if not m or not rtt:
+    m, last_rtt = (d.get("mib_s") or {}).get("median"), rtt_run(d)
+    if not m or not last_rtt:
         return "-"
+    rtt = last_rtt[1]
     t = guest.inflight_of(cell["transport"]) * BLOCK / (m * 1048576)
     return f"{t:.2f} s ({t / rtt:.1f})"
 
@@ -386,9 +390,9 @@ def plot(res, out):
             if raw and raw[rw] and raw[rw]["mib_s"]:
                 ax.axhline(raw[rw]["mib_s"]["median"] / line, color="gray", label="raw control")
             ax.axvline(bdp, color="gray", linestyle=":", label=f"BDP ({bdp:.0f} commands)")
-            mod = sorted((guest.inflight_of(c["transport"]), model(res, c, rw)[0] / line) for c in res["cells"]
+            mod = sorted((guest.inflight_of(c["transport"]), m[0] / line) for c in res["cells"]
                          if c["side"] == "engine" and c["iopolicy"] == "round-robin" and c["transport"].startswith(t + "-")
-                         and c[rw] and model(res, c, rw))
+                         and c[rw] and (m := model(res, c, rw)))
             if mod:
                 ax.plot(*zip(*mod), ":", color="black", label="model: min(N x 128 KiB / (k x RTT), flows at the loss, line)")
             ax.set_xscale("log", base=2)
