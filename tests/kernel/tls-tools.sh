@@ -38,10 +38,17 @@ pack() {
   echo "deb http://deb.debian.org/debian $suite main" >"$apt/sources.list"
   local O=(-o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null -o "Dir::State::Lists=$apt/lists"
     -o "Dir::Cache=$apt/cache" -o "Dir::State::status=$apt/status")
-  apt-get "${O[@]}" update -qq >/dev/null 2>&1 || die "apt-get update of $suite (private list) failed"
-  local pkgs=("${libs[@]}") p
+  local pkgs=("${libs[@]}") p try
   for p in "$@"; do pkgs+=("${p%%:*}"); done
-  (cd "$work/debs" && apt-get "${O[@]}" download -qq "${pkgs[@]}" >/dev/null 2>&1) || die "apt-get download from $suite failed"
+  # apt-get update exits 0 when a fetch failed (it only warns) unless told
+  # otherwise; a mirror's hiccup then surfaces as packages it cannot
+  # locate. Three tries before giving up, each from a fresh update.
+  for try in 1 2 3; do
+    apt-get "${O[@]}" update -qq --error-on=any >/dev/null 2>&1 &&
+      (cd "$work/debs" && apt-get "${O[@]}" download -qq "${pkgs[@]}" >/dev/null 2>&1) && break
+    ((try < 3)) || die "apt-get update or download from $suite failed 3 times"
+    sleep $((try * 5))
+  done
   rm -rf "$work/root" "$cache/pack/$suite" && mkdir -p "$work/root" "$cache/pack/$suite/bin" "$cache/pack/$suite/lib"
   local deb
   for deb in "$work"/debs/*.deb; do dpkg-deb -x "$deb" "$work/root"; done
