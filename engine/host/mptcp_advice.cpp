@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "engine/host/mptcp_advice.hpp"
 
+#include <fmt/format.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -39,6 +40,20 @@ unsigned usable_local_addresses(int family) {
   }
   freeifaddrs(list);
   return n;
+}
+
+// Why a connection asked for MPTCP and got TCP. The kernel falls back by
+// itself after lost MP_CAPABLE SYNs, and then disables MPTCP for every new
+// connection of the namespace for net.mptcp.blackhole_timeout (an hour by
+// default): a path blackholed while a host connects turns later runs into
+// TCP runs. Its MPTcpExt Blackhole counter tells that case apart.
+std::string fallback_advice(std::optional<uint64_t> blackholes) {
+  if (blackholes && *blackholes > 0)
+    return fmt::format("this namespace's kernel disabled MPTCP for new connections after lost MP_CAPABLE SYNs "
+                       "({} time(s), MPTcpExt Blackhole); it re-enables it after net.mptcp.blackhole_timeout, "
+                       "or at once when that sysctl is written (any value)",
+                       *blackholes);
+  return "the peer or a middlebox does not speak MPTCP";
 }
 
 } // namespace mpnvme::host

@@ -19,6 +19,7 @@
 #include "engine/host/controller_registry.hpp"
 #include "engine/host/mptcp_advice.hpp"
 #include "lib/base/log.hpp"
+#include "lib/net/netstat.hpp"
 
 namespace mpnvme::host {
 
@@ -250,7 +251,7 @@ void Session::report_transport(const Path &p) const {
   if (o_.transport == Transport::Mptcp && !st.mptcp) {
     static std::atomic<bool> once{false};
     if (!once.exchange(true))
-      log().warn("{}: MPTCP fell back to plain TCP (the peer or a middlebox does not speak MPTCP)", p.label);
+      log().warn("{}: MPTCP fell back to plain TCP ({})", p.label, fallback_advice(netstat_counter("MPTcpExt", "Blackhole")));
   }
   const ByteStream &bs = p.ch->stream();
   log().info("job {} {}: transport in effect: {}{}{}", job_.name, p.label, st.mptcp ? "MPTCP" : "TCP",

@@ -30,13 +30,11 @@ DROPS='.directions.to_target.dropped_packets + .directions.to_host.dropped_packe
 VERIFY=(--rw=randrw --bs=64k --iodepth=16 --verify=crc32c --verify_fatal=1 --do_verify=1)
 
 # host_run HOST PORT NAME ARGS...: one fio run of HOST (engine or kernel)
-# against the target on PORT; the JSON in /tmp/NAME.json. BEFORE_FIO: a
-# command run just before fio starts (after the kernel host connected).
+# against the target on PORT; the JSON in /tmp/NAME.json.
 host_run() {
   local host=$1 port=$2 name=$3 dev out
   shift 3
   if [[ $host == engine ]]; then
-    ${BEFORE_FIO:-}
     MPNVME_PORT=$port MPNVME_PATH_STATS=/tmp/$name.paths $LAB exec host env ${PRELOAD:+LD_PRELOAD=$PRELOAD} fio "$JOB" \
       "${VERIFY[@]}" "$@" --output-format=json --output=/tmp/$name.json >/tmp/$name.log 2>&1
     return
@@ -46,7 +44,6 @@ host_run() {
   dev=$(sed -n 's/^device //p' <<<"$out")
   # In the host namespace: the controllers' MPTCP sockets are there.
   $LAB exec host mpnvme-iopolicy show >/tmp/$name.show 2>&1
-  ${BEFORE_FIO:-}
   fio --name=pairs --filename="$dev" --ioengine=libaio --direct=1 --size=32m "${VERIFY[@]}" "$@" \
     --output-format=json --output=/tmp/$name.json >/tmp/$name.log 2>&1
   local rc=$?
@@ -79,7 +76,8 @@ pair() {
   # Every NVMe connection an MPTCP connection (MP_CAPABLE answered), with
   # subflows joined on the other paths.
   ((capable >= 8 && joins >= capable)) && ok "$name: $capable MPTCP connections, $joins subflows joined" ||
-    bad "$name: $capable MP_CAPABLE connections and $joins joins: not NVMe over MPTCP on 4 paths"
+    bad "$name: $capable MP_CAPABLE connections and $joins joins: not NVMe over MPTCP on 4 paths" \
+      "(MPTCP blackholes the host's kernel detected: $(counter host MPTcpExtBlackhole))"
   # Each of the 4 controllers' lines, not the subsystem NQN (which says mptcp too).
   [[ $host == kernel ]] && { (($(grep -c ' mptcp traddr=10\.1\.' /tmp/$name.show) == 4)) &&
     ok "$name: mpnvme-iopolicy show reports mptcp for the 4 controllers" ||
@@ -87,10 +85,14 @@ pair() {
 
   local timeouts=$(($(counter target TcpExtTCPTimeouts) + $(counter host TcpExtTCPTimeouts)))
   local drops=$($LAB counters --json | jq "$DROPS")
-  # The blackhole is scheduled in its rule just before fio starts (from 8
-  # to 12 s of the run): a lab command run at the time would come late
-  # on the emulated CPU that fio and the target keep busy.
-  BEFORE_FIO="$LAB loss 2 100 --at 8 --for 4" host_run "$host" "$port" "$name-blackhole" --time_based=1 --runtime=22
+  # The blackhole is scheduled in its rule by fio's prerun command, which
+  # fio runs once the job's connections are up (after the engine's init;
+  # the kernel host connected before fio). A lab command run at the time
+  # would come late on the emulated CPU that fio and the target keep busy.
+  # A blackhole over a connection's SYNs would test something else: after
+  # two lost MP_CAPABLE SYNs the kernel falls back to TCP and disables
+  # MPTCP for new connections in the namespace (net.mptcp.blackhole_timeout).
+  host_run "$host" "$port" "$name-blackhole" --time_based=1 --runtime=22 --exec_prerun="$LAB loss 2 100 --at 3 --for 4"
   rc=$?
   # One look at the lab after the run: the window and the drops.
   local after from until ran_from ran_until

@@ -5,12 +5,14 @@
 #include <arpa/inet.h>
 #include <cstring>
 #include <netinet/in.h>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "engine/host/mptcp_advice.hpp"
+#include "lib/net/netstat.hpp"
 #include "lib/net/sock.hpp"
 #include "tests/unit/cmocka_cxx.hpp"
 
@@ -103,6 +105,30 @@ static void one_subflow_advice_names_the_setting(void **) {
   assert_non_null(strstr(host::one_subflow_advice(st).c_str(), "MP_JOIN"));
 }
 
+// The kernel's counters as nstat reads them: the named group's column,
+// not the same name in another group, nothing for a missing counter; and
+// the live file of this namespace holds TcpExt.
+static void netstat_counter_reads_the_named_group(void **) {
+  std::istringstream text("TcpExt: SyncookiesSent Blackhole\nTcpExt: 5 7\n"
+                          "MPTcpExt: MPCapableSYNRX Blackhole\nMPTcpExt: 3 2\n");
+  assert_int_equal(netstat_counter(text, "MPTcpExt", "Blackhole").value_or(99), 2);
+  text.clear(), text.seekg(0);
+  assert_int_equal(netstat_counter(text, "TcpExt", "Blackhole").value_or(99), 7);
+  text.clear(), text.seekg(0);
+  assert_false(netstat_counter(text, "MPTcpExt", "NoSuchCounter").has_value());
+  assert_true(netstat_counter("TcpExt", "SyncookiesSent").has_value());
+}
+
+// A fallback after the kernel's blackhole detection says so, with the
+// setting that ends it; without it, the peer is the suspect.
+static void fallback_advice_names_the_blackhole_timeout(void **) {
+  const std::string detected = host::fallback_advice(2);
+  assert_non_null(strstr(detected.c_str(), "net.mptcp.blackhole_timeout"));
+  assert_non_null(strstr(detected.c_str(), "2 time(s)"));
+  for (const auto none : {std::optional<uint64_t>{}, std::optional<uint64_t>{0}})
+    assert_non_null(strstr(host::fallback_advice(none).c_str(), "does not speak MPTCP"));
+}
+
 static void mptcp_falls_back_against_tcp_listener(void **) {
   Listener l(false);
   Fd fd = connect_stream(l.addr(), SocketSettings{});
@@ -160,9 +186,14 @@ static void failures_name_address_and_step(void **) {
 
 int main() {
   const CMUnitTest tests[] = {
-      cmocka_unit_test(mptcp_to_mptcp_listener),        cmocka_unit_test(mptcp_falls_back_against_tcp_listener),
-      cmocka_unit_test(tcp_transport_is_plain_tcp),     cmocka_unit_test(priority_and_tos_applied),
-      cmocka_unit_test(failures_name_address_and_step), cmocka_unit_test(one_subflow_advice_names_the_setting),
+      cmocka_unit_test(mptcp_to_mptcp_listener),
+      cmocka_unit_test(mptcp_falls_back_against_tcp_listener),
+      cmocka_unit_test(tcp_transport_is_plain_tcp),
+      cmocka_unit_test(priority_and_tos_applied),
+      cmocka_unit_test(failures_name_address_and_step),
+      cmocka_unit_test(one_subflow_advice_names_the_setting),
+      cmocka_unit_test(netstat_counter_reads_the_named_group),
+      cmocka_unit_test(fallback_advice_names_the_blackhole_timeout),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
