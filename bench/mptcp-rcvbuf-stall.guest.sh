@@ -1,7 +1,7 @@
 #!/usr/local/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 # Guest side of bench/mptcp-rcvbuf-stall-repro: the lab, nvmet's mptcp
-# ports, the engine's warm-up against mpnvme-target, then RUNS write runs
+# ports, the engine's warm-up against mpnvme-target (WARM), then RUNS write runs
 # of the kernel host against nvmet, each watched for a stall. One line per
 # finding on the console, "STALLREPRO ...", then "STALLREPRO done".
 set -uo pipefail
