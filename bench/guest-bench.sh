@@ -51,6 +51,9 @@ say() { echo "BENCH $*"; }
 # tcp_mem (pages: no pressure, pressure, limit): one limit on every socket
 # buffer of both lab namespaces, sized by the kernel from the guest memory.
 say "tcp_mem $(cat /proc/sys/net/ipv4/tcp_mem)"
+# First, so that a report of a run cut short (a cell that hung until the
+# guest's time ran out) still names the kernel.
+say "kernel $(uname -r) cpus $(nproc)"
 # failed TAG WHAT: the run's line when it produced no result (quotes,
 # backslashes and newlines of WHAT made JSON-safe).
 failed() { say "$1 {\"failed\": \"$(tr '\n"\\' '   ' <<<"$2")\"}"; }
@@ -430,5 +433,4 @@ while read -r cond side transport policy rw tag; do
 done </files/plan
 [[ -n $current ]] && loss_counters "$current"
 down
-say "kernel $(uname -r) cpus $(nproc)"
 echo BENCH-DONE
