@@ -308,12 +308,36 @@ def stop(proc):
     proc.wait()
 
 
+# What a fio run may take beyond its ramp and runtime (connect, the
+# commands in flight draining, the report) before it counts as hung.
+FIO_GRACE_S = 120
+
+
+def fio_limit_s(cmd):
+    """The longest a fio run of `cmd` may take: its --ramp_time and
+    --runtime (the largest of each, in seconds) plus FIO_GRACE_S."""
+    def largest(opt):
+        return max((int(re.sub(r"s$", "", a.split("=", 1)[1])) for a in cmd
+                    if str(a).startswith(f"--{opt}=") and re.fullmatch(r"\d+s?", a.split("=", 1)[1])), default=0)
+    return largest("ramp_time") + largest("runtime") + FIO_GRACE_S
+
+
 def run_fio(cmd, tag, cwd=None):
     """fio's command line `cmd` in fio_env(); dies with the end of fio's
-    errors, naming the run `tag`, when fio fails."""
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, env=fio_env())
-    if r.returncode:
-        die(f"fio failed ({tag}): {r.stderr[-2000:]}")
+    errors, naming the run `tag`, when fio fails, and when it has not ended
+    within fio_limit_s (its whole process group is killed then: a hung run
+    ends the bench with its name, not the caller's timeout with nothing)."""
+    limit = fio_limit_s([str(a) for a in cmd])
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=fio_env(),
+                         start_new_session=True)
+    try:
+        _, err = p.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, 9)
+        _, err = p.communicate()
+        die(f"fio did not end within {limit} s ({tag}): {err[-2000:]}")
+    if p.returncode:
+        die(f"fio failed ({tag}): {err[-2000:]}")
 
 
 def lab_paths(paths):
