@@ -26,12 +26,17 @@
 set -uo pipefail
 export PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin # iproute2 before busybox's applets
 source /files/params
+source /files/mptcp-stuck.sh
 LAB="bash /files/mpnvme-lab -n g"
 JOB=/files/guest-seed.fio
 JOBS=2             # guest-seed.fio's numjobs: the engine's connections per path
 CONTROL_PORT=5201  # mpnvme-floor sink, beside the target's 4420 on every path
 NVMET_PORT=4421    # nvmet's ports, beside mpnvme-target's
 NVMET_TRTYPE=${NVMET_TRTYPE:-tcp}
+# A kernel host run that completes no I/O for this long after its time is
+# stalled (kernel_cell): 240 of the lab's round trips; a lossy TCP queue
+# that drains for minutes completes I/O all the while.
+STALL_QUIET_S=60
 export MPNVME_ENGINE=/usr/local/bin/fio-mpnvme.so MPNVME_SUBNQN=nqn.2026-12.io.mpnvme:guest-seed
 MPNVME_TRADDR=10.1.1.1 NVMET_TRADDR=10.1.1.1:$NVMET_PORT
 for ((i = 2; i <= PATHS; i++)); do MPNVME_TRADDR+=,10.1.$i.1 NVMET_TRADDR+=,10.1.$i.1:$NVMET_PORT; done
@@ -300,6 +305,17 @@ raw_cell() { # TAG TRANSPORT IOPOLICY RW: the engine cell's connections over bar
   say "$1 $(jq -c '{mib_s, subflows, connections}' <<<"$out")"
 }
 
+# delete_controllers [TAG]: the kernel host's controllers of the subsystem,
+# deleted (each said under TAG's note, when given).
+delete_controllers() {
+  local c
+  for c in /sys/class/nvme/nvme*; do
+    [[ -e $c/subsysnqn && $(cat "$c/subsysnqn") == "$MPNVME_SUBNQN" ]] || continue
+    [[ -n ${1:-} ]] && say "$1-note ${c##*/} left after disconnect ($(cat "$c/state")): deleted"
+    echo 1 >"$c/delete_controller" 2>/dev/null
+  done
+}
+
 # TAG IOPOLICY RW TRANSPORT TRADDR: the kernel host, connected from the lab's
 # host namespace (mptcp: a kernel whose NVMe host has the mptcp transport)
 # with the job's options (mpnvme-nvmet connect --job: queue size, queues,
@@ -321,21 +337,33 @@ kernel_cell() {
   out=$(mpnvme-iopolicy set "$2" --nqn "$MPNVME_SUBNQN" 2>&1) || say "$1-note iopolicy $2 not set: $out"
   fio --name=seed --filename="$dev" --ioengine=libaio --direct=1 --rw="$3" --bs=128k --numjobs="$jobs" --iodepth="$depth" \
     --size=256m --time_based=1 --runtime="$RUNTIME" --ramp_time="$RAMP" --group_reporting=1 "${BWLOG[@]}" \
-    --output-format=json --output=/tmp/$1.json >/tmp/$1.log 2>&1 || failed "$1" "$(tail -2 /tmp/$1.log)"
-  workload_ended $((jobs * depth * 131072))
-  [[ -s /tmp/$1.json ]] && result "$1" "${3#rand}" /tmp/$1.json
+    --output-format=json --output=/tmp/$1.json >/tmp/$1.log 2>&1 &
+  local fpid=$!
+  # A queue whose MPTCP receiver stopped (bench/mptcp-rcvbuf-stall-repro)
+  # holds fio until the I/O timeout, 750 s, and the guest's time runs out
+  # before the cells after it: the run is stopped once the device has
+  # completed nothing for STALL_QUIET_S after the run's time, with what
+  # the stuck connections look like, and its controllers deleted.
+  if no_progress $fpid $((RAMP + RUNTIME)) "$STALL_QUIET_S"; then
+    local l
+    mptcp_stuck | while read -r l; do say "$1-note stuck $l"; done
+    failed "$1" "stalled: no I/O completed for $STALL_QUIET_S s after the run's time; controllers deleted"
+    delete_controllers
+    for _ in $(seq 120); do kill -0 $fpid 2>/dev/null || break; sleep 1; done
+    kill -9 $fpid 2>/dev/null
+    wait $fpid 2>/dev/null
+  else
+    wait $fpid || failed "$1" "$(tail -2 /tmp/$1.log)"
+    workload_ended $((jobs * depth * 131072))
+    [[ -s /tmp/$1.json ]] && result "$1" "${3#rand}" /tmp/$1.json
+  fi
   # Per controller (NVMe path): its I/Os, and the transport its
   # connections use (mpnvme-iopolicy finds MPTCP ones in the host namespace).
   say "$1-paths $($LAB exec host mpnvme-iopolicy show --json 2>/dev/null | jq -c '[.. | objects | select(has("reads")) | {controller, transport, address, reads, writes}]' 2>/dev/null)"
   env "${shaped[@]}" MPNVME_TRADDR=$5 MPNVME_TRANSPORT=$transport $LAB exec host mpnvme-nvmet disconnect --job "$JOB" >/dev/null 2>&1
   # A controller that disconnect left (one resetting after a timeout) would
   # reconnect into the next cell's lab: delete it, and say so.
-  local c
-  for c in /sys/class/nvme/nvme*; do
-    [[ -e $c/subsysnqn && $(cat "$c/subsysnqn") == "$MPNVME_SUBNQN" ]] || continue
-    say "$1-note ${c##*/} left after disconnect ($(cat "$c/state")): deleted"
-    echo 1 >"$c/delete_controller" 2>/dev/null
-  done
+  delete_controllers "$1"
   # What the kernel host said during the cell (resets, keep-alive and I/O
   # timeouts, reconnects), each message with its count, controller names
   # folded: the events behind a controller that carried less than the others.

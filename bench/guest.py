@@ -240,7 +240,8 @@ def execute(shape, runs, work, kernel, name="guest"):
                                  f"IO_TIMEOUT_S={shape.io_timeout_s} KATO_S={shape.kato_s} PRELOAD={asan_runtime()} NVMET_TRTYPE={'mptcp' if kernel_mptcp else 'tcp'}\n")
     setup = gdir / "setup.sh"
     setup.write_text("/usr/local/bin/bash /files/guest-bench.sh > /dev/console 2>&1 &\n")
-    files = [gdir / "plan", gdir / "params", common.LAB, HERE / "guest-seed.fio", HERE / "guest-bench.sh", HERE / "flows.awk"]
+    files = [gdir / "plan", gdir / "params", common.LAB, HERE / "guest-seed.fio", HERE / "guest-bench.sh", HERE / "flows.awk",
+             HERE / "mptcp-stuck.sh"]
     env["MPNVME_LAB_FILES"] = " ".join(map(str, files))
     state = gdir / "lab"
     netns = f"mpnvme-bench{os.getpid()}"

@@ -259,6 +259,14 @@ def events(res):
     return ["", "The kernel host's messages during its runs (dmesg, summed over the runs):", ""] + out if out else []
 
 
+def stuck(res):
+    """The stalled kernel host runs' MPTCP connections (guest-bench.sh's
+    kernel_cell: receiver and sender side by side)."""
+    out = [f"- {n}" for n in res.get("notes", []) if "-note stuck " in n]
+    return ["", "Stalled runs' MPTCP connections with data their receiver cannot read (target side; "
+            "bench/mptcp-rcvbuf-stall-repro):", ""] + out if out else []
+
+
 def timeout_text(res):
     defaults = (guest.Shape.io_timeout_s, guest.Shape.kato_s)  # the kernel's
     t, k = res.get("io_timeout_s", defaults[0]), res.get("kato_s", defaults[1])
@@ -441,6 +449,7 @@ def report(results, out=None):
         lines += [f"### {titles.get(name, name)}", "", header(res), ""]
         lines += table(res, with_pdus=name == "inline")
         lines += events(res)
+        lines += stuck(res)
         if name == "sweep":
             lines += sweep_pivot(res)
         if name == "sweep" and out:

@@ -7,12 +7,14 @@
 set -uo pipefail
 export PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 source /files/params
+source /files/mptcp-stuck.sh
 LAB="bash /files/mpnvme-lab -n s"
 JOB=/files/guest-seed.fio
 RUNTIME=20 RAMP=5
-# A run not ended this long after its time is stalled: a lossy write run
-# drains its 128 MiB in flight in about 15 s here.
-GRACE=60
+# A run that completes no I/O for this long after its time is stalled
+# (no_progress): a lossy write run here drains its 128 MiB in flight in
+# about 15 s, completing I/O all the while.
+QUIET=60
 export MPNVME_ENGINE=/usr/local/bin/fio-mpnvme.so MPNVME_SUBNQN=nqn.2026-12.io.mpnvme:guest-seed
 export MPNVME_TRADDR=10.1.1.1,10.1.2.1,10.1.3.1,10.1.4.1 MPNVME_RUNTIME=$RUNTIME MPNVME_RAMP=$RAMP
 # The kernel's I/O timeout (30 s) and keep-alive (5 s) stretched as the lab
@@ -27,25 +29,6 @@ echo "nqn.2014-08.org.nvmexpress:uuid:5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" >/et
 echo "5f1c0e2a-8d3b-4a7e-9c61-2b4d6e8f0a13" >/etc/nvme/hostid
 say() { echo "STALLREPRO $*"; }
 cd /tmp || exit 1
-
-# stalled_connections: the receiving side's MPTCP connections with data
-# queued (Recv-Q), each beside the sender's view of it (ss -Mi, both
-# namespaces): receive buffer and rcv_nxt there, write_seq and snd_una here.
-stalled_connections() {
-  $LAB exec target ss -MnmiH >/tmp/ss-target 2>&1
-  $LAB exec host ss -MnmiH >/tmp/ss-host 2>&1
-  local recvq laddr peer info rb rcv sender
-  while read -r _ recvq _ laddr peer; do
-    read -r info
-    ((recvq > 0)) || continue
-    rb=$(grep -o ',rb[0-9]*' <<<"$info" | tr -d ,)
-    rcv=$(grep -o 'rcv_nxt:[0-9a-f]*' <<<"$info")
-    sender=$(grep -A1 -F " $peer " /tmp/ss-host | tail -1)
-    say "stuck $peer -> $laddr: receiver Recv-Q $recvq, ${rb/rb/rcvbuf }, $rcv; sender" \
-      "$(grep -o 'write_seq:[0-9a-f]*' <<<"$sender") $(grep -o 'snd_una:[0-9a-f]*' <<<"$sender")" \
-      "$(grep -o ',w[0-9]*' <<<"$sender" | sed 's/^,w/unacknowledged /') bytes"
-  done </tmp/ss-target
-}
 
 out=$($LAB up --paths 4 --rate 40mbit --cc cubic --endpoints all --delay 125 --loss 0.5 --loss-via netem --loss-unit packet 2>&1) ||
   { say "lab-failed $(tr '\n' ' ' <<<"$out")"; say "done"; exit; }
@@ -69,11 +52,10 @@ for ((run = 1; run <= RUNS; run++)); do
     --size=256m --time_based=1 --runtime=$RUNTIME --ramp_time=$RAMP --group_reporting=1 --output-format=json \
     --output=/tmp/w.json >/tmp/w.log 2>&1 &
   fpid=$!
-  for ((t = 0; t < RAMP + RUNTIME + GRACE; t++)); do kill -0 $fpid 2>/dev/null || break; sleep 1; done
-  if kill -0 $fpid 2>/dev/null; then
-    say "stalled: run $run of the kernel host's writes to nvmet has not ended $GRACE s after its time"
+  if no_progress $fpid $((RAMP + RUNTIME)) $QUIET; then
+    say "stalled: run $run of the kernel host's writes to nvmet completed no I/O for $QUIET s after its time"
     for b in /sys/block/nvme*c*n*; do say "  ${b##*/}: $(awk '{print $2}' "$b/inflight") writes in flight"; done
-    stalled_connections
+    mptcp_stuck | while read -r l; do say "stuck $l"; done
     say "receiver's counters: $($LAB exec target nstat -asz | awk '/MPTcpExt(OFOQueue|RcvPruned|DuplicateData|RcvWndShared|RcvWndConflict)|TcpExtPruneCalled|TcpExtRcvPruned/ {printf "%s %s ", $1, $2}')"
     dmesg | grep -E 'nvme nvme[0-9]+: (I/O|queue|failed|starting)' | tail -n 5 | while read -r l; do say "host: $l"; done
     break
