@@ -103,7 +103,8 @@ def _depth(ctx):
     kernel = (ctx.args.kernel or ["6.12"])[0]
     print(f"bench: depth (qemu kernel lab, {kernel}, {ctx.args.smp} vCPU), {ctx.runs} run(s) per figure -> {ctx.out}",
           flush=True)
-    return {"depth": guest_depth.run(ctx.runs, ctx.work, kernel, case=ctx.args.case, smp=ctx.args.smp)}
+    return {"depth": guest_depth.run(ctx.runs, ctx.work, kernel, case=ctx.args.case, smp=ctx.args.smp,
+                                     keep=lambda done: ctx.keep("depth", done))}
 
 
 def _compare(ctx):
@@ -137,7 +138,7 @@ EXPERIMENTS = (
                root=True, in_all=False, run=_lossy, report=lambda r, ctx: guest_lossy.report(r["lossy"])),
     Experiment("depth", "NVMe over lossy MPTCP at the published depth (4 jobs x QD256) in the qemu kernel lab: the "
                "engine, its raw control and the kernel host with where the guest's CPU goes (cpu), a depth sweep with its plot "
-               "(sweep), the headline cells (headline), lossy TCP (tcp), equal flows (equal), in-capsule writes on both targets (inline), the host cross-check (host); --case picks, --smp the vCPUs",
+               "(sweep: sweep-mptcp and sweep-tcp, a boot each), the headline cells (headline), lossy TCP (tcp), equal flows (equal), in-capsule writes on both targets (inline), the host cross-check (host); --case picks, --smp the vCPUs",
                root=True, in_all=False, run=_depth, report=lambda r, ctx: guest_depth.report(r["depth"], ctx.out)),
     Experiment("compare", "two git revisions (bench/run compare REF1 REF2): the same 1 GiB transfer, interleaved N "
                "times (default 10), each run's actual / ideal time at the lab's line rate, and whether the "

@@ -13,10 +13,12 @@ Cases (--case picks by name; each runs in a guest boot of its own):
   the kernel host, each with where the guest's CPU went in the measured
   window (fio, mpnvme-target, the raw control, kworkers, softirq). It
   decides whether the emulated CPU, not the network, limits a cell.
-- sweep: line share against commands in flight, 4 jobs x QD 32, 64, 128,
-  256; reads and writes; round-robin and queue-depth; TCP and MPTCP; the
-  engine and the kernel host; the raw controls (16 connections) beside
-  them; drawn with the bandwidth-delay product and the service-time model.
+- sweep-mptcp, sweep-tcp (--case sweep runs both, a guest boot each): line
+  share against commands in flight, 4 jobs x QD 32, 64, 128, 256; reads
+  and writes; round-robin and queue-depth; the engine and the kernel host;
+  the transport's raw control (16 connections) beside them; reported as
+  one sweep, drawn with the bandwidth-delay product and the service-time
+  model.
 - headline: the published depth over MPTCP round-robin, the engine with
   its 4 jobs and at the kernel host's flows, the kernel host, raw controls.
 - tcp: lossy TCP at the published depth, both hosts, raw control.
@@ -67,15 +69,18 @@ def cpu_cells(smp):
     return out + [("raw", t, p) for s, t, p in out if s == "engine"]
 
 
-def sweep_cells(smp):
-    out = []
-    for qd in SWEEP_DEPTHS:
-        for t in ("mptcp", "tcp"):
+def sweep_cells(transport):
+    """One transport's half of the sweep: each half boots a guest of its
+    own, so either can be run, or run again, alone (--case sweep-tcp)."""
+    def cells(smp):
+        out = []
+        for qd in SWEEP_DEPTHS:
             for pol in ("round-robin", "queue-depth"):
-                out += [("engine", f"{t}-j{PUBLISHED_JOBS}-qd{qd}", pol), ("kernel", f"{t}-j{PUBLISHED_JOBS}-qd{qd}", pol)]
-    # The raw controls do not depend on depth or policy: one per transport,
-    # 4 connections per path as the engine's 4 jobs.
-    return out + [("raw", f"{t}-j{PUBLISHED_JOBS}", "round-robin") for t in ("mptcp", "tcp")]
+                out += [(side, f"{transport}-j{PUBLISHED_JOBS}-qd{qd}", pol) for side in ("engine", "kernel")]
+        # The raw control depends on neither depth nor policy: one per
+        # transport, 4 connections per path as the engine's 4 jobs.
+        return out + [("raw", f"{transport}-j{PUBLISHED_JOBS}", "round-robin")]
+    return cells
 
 
 def at_kernel_flows(smp):
@@ -117,7 +122,8 @@ def inline_cells(smp):
 CASES = {"cpu": (cpu_cells, ("lossy",), ("randread", "randwrite")),
          "headline": (headline_cells, ("lossy",), ("randread", "randwrite")),
          "tcp": (tcp_cells, ("lossy",), ("randread", "randwrite")),
-         "sweep": (sweep_cells, ("lossy",), ("randread", "randwrite")),
+         "sweep-mptcp": (sweep_cells("mptcp"), ("lossy",), ("randread", "randwrite")),
+         "sweep-tcp": (sweep_cells("tcp"), ("lossy",), ("randread", "randwrite")),
          "equal": (equal_cells, ("lossy",), ("randread", "randwrite")),
          "inline": (inline_cells, ("lossy-inline",), ("randwrite",))}
 
@@ -148,7 +154,9 @@ def host_cross_check(runs, work):
         lab.close()
 
 
-def run(runs, work, kernel, case="", smp=1):
+def run(runs, work, kernel, case="", smp=1, keep=None):
+    """keep(out) is called after each case, so a long run that is stopped
+    keeps the cases it finished in results.json."""
     out = {}
     if case == "host":
         print(f"  depth: host cross-check (this machine's lab, {runs} run(s))", flush=True)
@@ -158,14 +166,17 @@ def run(runs, work, kernel, case="", smp=1):
             continue
         # The sweep is one run per point (its curve is the repetition); the
         # others take the runs asked for (bench/run's default: 3).
-        n = 1 if name == "sweep" else runs
+        sweep = name.startswith("sweep")
+        n = 1 if sweep else runs
         shape = guest.Shape(conditions=conditions, rws=rws, cells=cells(smp), runtime=15, ramp=5, smp=smp)
         # The sweep's raw controls are one per transport (they depend on
         # neither depth nor policy): not one after each of its engine runs.
-        shape = dataclasses.replace(shape, raw_after_engine=name != "sweep", mem_mib=DEPTH_MEM_MIB,
+        shape = dataclasses.replace(shape, raw_after_engine=not sweep, mem_mib=DEPTH_MEM_MIB,
                                     **stretched_timeouts(shape))
         print(f"  depth: {name} ({len(shape.cells)} cells x {len(rws)} directions x {n} run(s), {smp} vCPU)", flush=True)
         out[name] = guest.execute(shape, n, work, kernel, name=f"depth-{name}")
+        if keep:
+            keep(out)
     return out
 
 
@@ -435,8 +446,27 @@ def host_report(c):
     return lines + [""]
 
 
+def joined_sweep(results):
+    """The sweep's halves (sweep-mptcp, sweep-tcp) as one result: the
+    first half's setting, both halves' cells. Only halves measured in the
+    same setting join; the settings are the header's."""
+    halves = [results[k] for k in results if k.startswith("sweep-")]
+    if not halves:
+        return results
+    keys = ("line_mib_s", "paths", "rate_mbit", "delay_ms", "loss_pct", "smp", "mem_mib", "runtime_s", "ramp_s")
+    differ = [k for k in keys if len({str(h.get(k)) for h in halves}) > 1]
+    if differ:
+        raise ValueError(f"the sweep's halves were measured in different settings: {', '.join(differ)}")
+    sweep = dict(halves[0], cells=[c for h in halves for c in h["cells"]],
+                 notes=[n for h in halves for n in h.get("notes", [])])
+    out = {k: v for k, v in results.items() if not k.startswith("sweep-")}
+    out["sweep"] = sweep
+    return out
+
+
 def report(results, out=None):
     lines = ["## NVMe over lossy MPTCP at the published depth", ""]
+    results = joined_sweep(results)
     if "host" in results:
         lines += host_report(results["host"])
         results = {k: v for k, v in results.items() if k != "host"}
