@@ -316,9 +316,11 @@ FIO_GRACE_S = 120
 def fio_limit_s(cmd):
     """The longest a fio run of `cmd` may take: its --ramp_time and
     --runtime (the largest of each, in seconds) plus FIO_GRACE_S."""
+    args = [str(a) for a in cmd]
+
     def largest(opt):
-        return max((int(re.sub(r"s$", "", a.split("=", 1)[1])) for a in cmd
-                    if str(a).startswith(f"--{opt}=") and re.fullmatch(r"\d+s?", a.split("=", 1)[1])), default=0)
+        values = [a.split("=", 1)[1] for a in args if a.startswith(f"--{opt}=")]
+        return max((int(v.rstrip("s")) for v in values if re.fullmatch(r"\d+s?", v)), default=0)
     return largest("ramp_time") + largest("runtime") + FIO_GRACE_S
 
 
@@ -327,7 +329,7 @@ def run_fio(cmd, tag, cwd=None):
     errors, naming the run `tag`, when fio fails, and when it has not ended
     within fio_limit_s (its whole process group is killed then: a hung run
     ends the bench with its name, not the caller's timeout with nothing)."""
-    limit = fio_limit_s([str(a) for a in cmd])
+    limit = fio_limit_s(cmd)
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=fio_env(),
                          start_new_session=True)
     try:

@@ -345,7 +345,6 @@ kernel_cell() {
   # completed nothing for STALL_QUIET_S after the run's time, with what
   # the stuck connections look like, and its controllers deleted.
   if no_progress $fpid $((RAMP + RUNTIME)) "$STALL_QUIET_S"; then
-    local l
     mptcp_stuck | while read -r l; do say "$1-note stuck $l"; done
     failed "$1" "stalled: no I/O completed for $STALL_QUIET_S s after the run's time; controllers deleted"
     delete_controllers
