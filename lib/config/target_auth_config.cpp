@@ -70,6 +70,34 @@ std::optional<ControllerAuthConfig> host_auth_from_attributes(const std::map<std
   return a;
 }
 
+HostAuthChange host_auth_change_from_attributes(const std::map<std::string, std::string> &attrs, const std::string &where) {
+  HostAuthChange c;
+  for (const auto &[name, value] : attrs) {
+    const std::string at = where + "." + name;
+    if (name == "dhchap_key") {
+      c.host_key = secret_or_file(value, at);
+    } else if (name == "dhchap_ctrl_key") {
+      c.ctrl_key_named = true;
+      if (!value.empty()) c.ctrl_key = secret_or_file(value, at);
+    } else if (name == "dhchap_hash") {
+      c.hashes = parse_hash_list(value, at);
+    } else if (name == "dhchap_dhgroup") {
+      c.groups = parse_dhgroup_list(value, at);
+    }
+  }
+  return c;
+}
+
+dhchap::ControllerAuthConfig HostAuthChange::applied_to(const dhchap::ControllerAuthConfig *current) const {
+  if (!current && !host_key) throw std::invalid_argument("the host has no key yet: dhchap_key= is required");
+  dhchap::ControllerAuthConfig a = current ? *current : dhchap::ControllerAuthConfig{};
+  if (host_key) a.host_key = *host_key;
+  if (ctrl_key_named) a.ctrl_key = ctrl_key;
+  if (hashes) a.hashes = *hashes;
+  if (groups) a.groups = *groups;
+  return a;
+}
+
 void add_json_hosts(HostAuth &auth, const nlohmann::json &hosts, const std::string &where) {
   for (size_t i = 0; i < hosts.size(); i++) {
     const nlohmann::json &h = hosts[i];

@@ -38,6 +38,23 @@ bool is_host_attribute(const std::string &name);
 // secret.
 std::optional<dhchap::ControllerAuthConfig> host_auth_from_attributes(const std::map<std::string, std::string> &attrs,
                                                                       const std::string &where);
+// A change of one host's attributes, as the control socket's "host key"
+// gives it: each attribute named replaces the host's current one, as
+// writing one of nvmet's configfs attributes does, and the others stay;
+// an empty dhchap_ctrl_key removes the controller key.
+struct HostAuthChange {
+  std::optional<dhchap::Secret> host_key;
+  bool ctrl_key_named = false;
+  std::optional<dhchap::Secret> ctrl_key;
+  std::optional<std::vector<dhchap::Hash>> hashes;
+  std::optional<std::vector<dhchap::DhGroup>> groups;
+  // The host's attributes after the change; `current` is null for a host
+  // without keys, which needs dhchap_key. Throws std::invalid_argument.
+  dhchap::ControllerAuthConfig applied_to(const dhchap::ControllerAuthConfig *current) const;
+};
+// The same attributes as host_auth_from_attributes, as a change: only those
+// named. Throws naming `where` and the attribute, never a secret.
+HostAuthChange host_auth_change_from_attributes(const std::map<std::string, std::string> &attrs, const std::string &where);
 // JSON "hosts": [{"nqn": ..., "dhchap_key": ..., "dhchap_ctrl_key": ...,
 // "dhchap_hash": ..., "dhchap_dhgroup": ...}]; `where` names the file.
 void add_json_hosts(HostAuth &auth, const nlohmann::json &hosts, const std::string &where);

@@ -106,9 +106,10 @@ std::string host_deny(Registry &reg, const ControlLimits &, Args &a) {
   return "ok\n";
 }
 
-// host key HOSTNQN dhchap_key=SECRET|@FILE [dhchap_ctrl_key=...]
+// host key HOSTNQN [dhchap_key=SECRET|@FILE] [dhchap_ctrl_key=...]
 // [dhchap_hash=...] [dhchap_dhgroup=...]: nvmet's attribute names, read by
-// the one parser the JSON configuration's hosts go through.
+// the one parser the JSON configuration's hosts go through. Each replaces
+// the host's current attribute, as a write to nvmet's configfs does.
 std::string host_key(Registry &reg, const ControlLimits &, Args &a) {
   const std::string host = a.next();
   if (host.empty()) throw std::invalid_argument("argument 3: the host's NQN is missing");
@@ -121,9 +122,8 @@ std::string host_key(Registry &reg, const ControlLimits &, Args &a) {
           fmt::format("argument {} is not one of {}=VALUE", a.place(), fmt::join(kHostAttributes, "=, ")));
     attrs[w.substr(0, eq)] = w.substr(eq + 1);
   }
-  if (!attrs.count("dhchap_key")) throw std::invalid_argument("dhchap_key= is required");
-  auto wants = host_auth_from_attributes(attrs, "host key");
-  reg.set_host_auth(host, std::move(*wants));
+  if (attrs.empty()) throw std::invalid_argument("argument 4: an attribute to set is missing");
+  reg.set_host_auth(host, host_auth_change_from_attributes(attrs, "host key"));
   return "ok\n";
 }
 
@@ -147,8 +147,10 @@ const std::vector<ControlCommand> &config_commands() {
       {"subsystems", "", "each subsystem with its namespaces and the hosts it admits", subsystems},
       {"host allow", "SUBNQN HOSTNQN", "admit a host to a subsystem (the first named closes it to the others)", host_allow},
       {"host deny", "SUBNQN HOSTNQN", "take a host off a subsystem's list: its controllers there end", host_deny},
-      {"host key", "HOSTNQN dhchap_key=SECRET|@FILE [dhchap_ctrl_key=SECRET|@FILE] [dhchap_hash=H] [dhchap_dhgroup=G]",
-       "the host must authenticate from now on; its controllers made without a key end", host_key},
+      {"host key", "HOSTNQN [dhchap_key=SECRET|@FILE] [dhchap_ctrl_key=[SECRET|@FILE]] [dhchap_hash=H] [dhchap_dhgroup=G]",
+       "the host must authenticate from now on; its controllers made without a key end; each attribute replaces the "
+       "host's current one (dhchap_key= is needed for a host without keys; an empty dhchap_ctrl_key removes it)",
+       host_key},
       {"host forget", "HOSTNQN", "the host needs no authentication any more", host_forget},
   };
   return table;

@@ -217,9 +217,10 @@ void Registry::deny_host(const std::string &subnqn, const std::string &hostnqn) 
   log().info("subsystem {}: host {} denied by the control socket", printable(subnqn), printable(hostnqn));
 }
 
-void Registry::set_host_auth(const std::string &hostnqn, dhchap::ControllerAuthConfig a) {
+void Registry::set_host_auth(const std::string &hostnqn, const HostAuthChange &change) {
   reconfigure([&] {
-    host_auth_[hostnqn] = std::move(a);
+    auto it = host_auth_.find(hostnqn);
+    host_auth_[hostnqn] = change.applied_to(it == host_auth_.end() ? nullptr : &it->second);
     keyed_ = keyed_hosts(host_auth_, cfg_.tls_keys);
     // As at start-up: a key closes the subsystems whose hosts were not said
     // exactly, and forgetting it later opens none of them again.

@@ -79,7 +79,9 @@ public:
   void remove_subsystem(const std::string &nqn);
   void allow_host(const std::string &subnqn, const std::string &hostnqn);
   void deny_host(const std::string &subnqn, const std::string &hostnqn);
-  void set_host_auth(const std::string &hostnqn, dhchap::ControllerAuthConfig a);
+  // The host's keys, hashes and groups after `change` (its current ones
+  // where it names none).
+  void set_host_auth(const std::string &hostnqn, const HostAuthChange &change);
   void forget_host_auth(const std::string &hostnqn);
   // Change an ANA group's state on a port and queue an ANA change notice for
   // every controller on that port.

@@ -57,6 +57,19 @@ run_fio keyed "${IO[@]}" --hostnqn="$host" --dhchap_secret_file="$keys/host" --d
   >/dev/null && grep -q "host $host authenticated (hmac(sha256), DH group ffdhe2048, bidirectional)" "$work/target.log" &&
   pass "bidirectional authentication with the keys set at run time, data verified" ||
   fail "keyed host: $(tail -3 "$work/keyed.log"; grep -m2 "$host" "$work/target.log")"
+# One attribute alone replaces the host's current one and keeps the rest,
+# as a write to nvmet's configfs does (blktests' nvme/043-045 change them
+# one at a time).
+ctl host key "$host" "dhchap_hash=hmac(sha512)" dhchap_dhgroup=ffdhe3072 >/dev/null || fail "a hash and group alone refused"
+run_fio amended "${IO[@]}" --hostnqn="$host" --dhchap_secret_file="$keys/host" --dhchap_ctrl_secret_file="$keys/ctrl" \
+  >/dev/null && grep -q "host $host authenticated (hmac(sha512), DH group ffdhe3072, bidirectional)" "$work/target.log" &&
+  pass "a hash and group set alone are used, the keys kept" ||
+  fail "after a hash and group alone: $(tail -3 "$work/amended.log"; grep "$host" "$work/target.log" | tail -2)"
+ctl host key "$host" dhchap_ctrl_key= >/dev/null || fail "an empty dhchap_ctrl_key refused"
+if run_fio noctrl "${IO[@]}" --hostnqn="$host" --dhchap_secret_file="$keys/host" --dhchap_ctrl_secret_file="$keys/ctrl" \
+  >/dev/null; then fail "a host challenged a controller whose controller key was removed, and got in"
+elif grep -q "has no dhchap_ctrl_key for it" "$work/target.log"; then pass "an empty dhchap_ctrl_key removes the controller key"
+else fail "after removing the controller key: $(grep "$host" "$work/target.log" | tail -2)"; fi
 echo "host key $host dhchap_key=$k" | ctl - >"$work/stdin-reply" && pass "a key given on standard input is taken" ||
   fail "host key from standard input: $(cat "$work/stdin-reply")"
 ctl host forget "$host" >/dev/null && run_fio forgotten "${IO[@]}" --hostnqn="$host" >/dev/null &&
@@ -74,7 +87,8 @@ refused "uuid '<argument 4>' is not a UUID" subsystem add nqn.2026-12.io.mpnvme:
 refused "host allow: no such subsystem" host allow nqn.2026-12.io.mpnvme:none "$host"
 refused "dhchap_key: the key is not base64" host key "$host" "dhchap_key=DHHC-1:00:not*base64:"
 refused "argument 4 is not one of dhchap_key=" host key "$host" dhchap_secret=x
-refused "dhchap_key= is required" host key "$host" "dhchap_ctrl_key=@$keys/ctrl"
+refused "the host has no key yet: dhchap_key= is required" host key "$host" "dhchap_ctrl_key=@$keys/ctrl"
+refused "argument 4: an attribute to set is missing" host key "$host"
 # A key given where its attribute's name belongs is refused by its place,
 # and no reply repeats a word it was given (4bcf7ad echoed the key).
 refused "argument 4 is not one of dhchap_key=" host key "$host" "$k"

@@ -296,6 +296,35 @@ static void authentication_config(void **) {
   assert_string_equal(jc.subsystems[0].allowed_hosts[0].c_str(), "nqn.jh");
 }
 
+// The control socket's "host key" changes what it names and keeps the
+// rest, as a write to one of nvmet's attributes does (blktests' nvme/043-045
+// change a hash, a group or a key alone).
+static void host_auth_change(void **) {
+  const std::string key = "DHHC-1:00:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh+KfiaR:";
+  HostAuthChange first = host_auth_change_from_attributes({{"dhchap_key", key}, {"dhchap_ctrl_key", key}}, "host key");
+  const dhchap::ControllerAuthConfig keyed = first.applied_to(nullptr);
+  assert_true(keyed.ctrl_key.has_value());
+  const size_t all_hashes = keyed.hashes.size();
+  HostAuthChange hash = host_auth_change_from_attributes({{"dhchap_hash", "hmac(sha512)"}}, "host key");
+  const dhchap::ControllerAuthConfig rehashed = hash.applied_to(&keyed);
+  assert_true(rehashed.host_key == keyed.host_key);
+  assert_true(rehashed.ctrl_key.has_value());
+  assert_int_equal(rehashed.hashes.size(), 1);
+  assert_true(rehashed.hashes[0] == dhchap::Hash::Sha512);
+  assert_true(rehashed.groups == keyed.groups);
+  assert_true(all_hashes > 1);
+  HostAuthChange drop = host_auth_change_from_attributes({{"dhchap_ctrl_key", ""}}, "host key");
+  const dhchap::ControllerAuthConfig unkeyed = drop.applied_to(&rehashed);
+  assert_false(unkeyed.ctrl_key.has_value());
+  assert_true(unkeyed.hashes == rehashed.hashes);
+  expect_refused<std::invalid_argument>([&] { hash.applied_to(nullptr); }, "the host has no key yet: dhchap_key= is required");
+  expect_refused<std::invalid_argument>(
+      [&] {
+        host_auth_change_from_attributes({{"dhchap_dhgroup", "ffdhe1"}}, "host key");
+      },
+      "host key.dhchap_dhgroup");
+}
+
 // Keys name the hosts that get in: with a key on the command line, a
 // subsystem that did not say "any host" exactly admits the keyed and the
 // listed hosts only; --allow-any-host and JSON's attr.allow_any_host are
@@ -372,15 +401,11 @@ static void long_identity_refused(void **) {
 
 int main() {
   const CMUnitTest tests[] = {
-      cmocka_unit_test(namespace_specs),
-      cmocka_unit_test(namespace_specs_refused),
-      cmocka_unit_test(nvmetcli_json),
-      cmocka_unit_test(nvmetcli_json_refused),
-      cmocka_unit_test(finalize_refusals),
-      cmocka_unit_test(from_jobfile),
-      cmocka_unit_test(authentication_config),
-      cmocka_unit_test(keys_close_the_door),
-      cmocka_unit_test(json_errors_show_no_text),
+      cmocka_unit_test(namespace_specs),       cmocka_unit_test(namespace_specs_refused),
+      cmocka_unit_test(nvmetcli_json),         cmocka_unit_test(nvmetcli_json_refused),
+      cmocka_unit_test(finalize_refusals),     cmocka_unit_test(from_jobfile),
+      cmocka_unit_test(authentication_config), cmocka_unit_test(host_auth_change),
+      cmocka_unit_test(keys_close_the_door),   cmocka_unit_test(json_errors_show_no_text),
       cmocka_unit_test(long_identity_refused),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
