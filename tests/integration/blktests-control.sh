@@ -4,10 +4,13 @@
 # NVME_TARGET_CONTROL; blktests itself runs in the kernel lab): config
 # answers from the settings file, setup makes the test's subsystem with the
 # namespace UUID blktests looks for, open to its host only and with the
-# host and controller keys it passes (spelled --ctrkey, as blktests does),
-# cleanup removes it and a later setup without keys leaves none behind;
-# the settings and the target's refusals are reported with what is wrong,
-# never with a key.
+# host and controller keys it passes (spelled --ctrkey, as unpatched
+# blktests does), cleanup removes it and a later setup without keys leaves
+# none behind; the commands of the blktests patch series: set-dhchap
+# changes one attribute and keeps the others, list-ports, setup --ports
+# and add-ports hand out the target's ports in order and refuse more than
+# it has, set-ana sets a port's ANA state; the settings and the target's
+# refusals are reported with what is wrong, never with a key.
 source "$(dirname "$0")/lib.sh"
 lab_up --paths 1
 control=$root/toolkit/blktests/mpnvme-blktests-control
@@ -16,7 +19,7 @@ uuid=3a5c104c-ee41-38a1-8ccf-0968003d54e7
 k=$(nvme gen-dhchap-key --hmac=1 --nqn="$host") kc=$(nvme gen-dhchap-key --hmac=1 --nqn="$subsys")
 keys=$work/keys && mkdir -m 700 "$keys"
 (umask 077 && echo "$k" >"$keys/host" && echo "$kc" >"$keys/ctrl")
-start_target --listen 10.1.1.1 --transport tcp --subnqn nqn.2026-12.io.mpnvme:idle --ns ram:1m --control "$work/control" \
+start_target --listen 10.1.1.1:4420,10.1.1.1:4421 --transport tcp --subnqn nqn.2026-12.io.mpnvme:idle --ns ram:1m --control "$work/control" \
   --auth-backoff 0 --log-level info
 cat >"$work/settings" <<EOF
 # as a lab guest would have it, with the machine's socket at hand
@@ -27,7 +30,7 @@ hostid=0f01fb42-9f7f-4856-b0b3-51e60b8de349
 namespace=ram:64m
 EOF
 export MPNVME_BLKTESTS_CONF=$work/settings PATH=$MPNVME_BUILD/mpnvme-target:$PATH
-bt() { in_target env MPNVME_BLKTESTS_CONF="$MPNVME_BLKTESTS_CONF" PATH="$PATH" "$control" "$@"; }
+bt() { in_target env MPNVME_BLKTESTS_CONF="$MPNVME_BLKTESTS_CONF" MPNVME_BLKTESTS_STATE="$work/state" PATH="$PATH" "$control" "$@"; }
 
 got=$(for w in trtype traddr trsvid subsysnqn subsys-uuid hostnqn blkdev-type; do bt config --show-$w; done | tr '\n' ' ')
 [[ $got == "tcp 10.1.1.1 4420 $subsys 91fdba0d-f87b-4c25-b80f-db7be1418b9e $host device " ]] &&
@@ -47,9 +50,39 @@ run_fio keyed "${IO[@]}" --dhchap_secret_file="$keys/host" --dhchap_ctrl_secret_
 run_fio stranger "${IO[@]}" --hostnqn=nqn.2026-12.io.mpnvme:stranger >/dev/null &&
   fail "another host got into blktests' subsystem" || pass "another host is refused"
 
+# set-dhchap: one attribute, the others kept (blktests' nvme/043-045).
+bt set-dhchap --hostnqn "$host" --hash "hmac(sha384)" || fail "set-dhchap --hash exited $?"
+run_fio rehashed "${IO[@]}" --dhchap_secret_file="$keys/host" --dhchap_ctrl_secret_file="$keys/ctrl" >/dev/null &&
+  grep -q "host $host authenticated (hmac(sha384), .*bidirectional)" "$work/target.log" &&
+  pass "set-dhchap changes the hash alone: both keys kept, the new hash used" ||
+  fail "after set-dhchap --hash: $(tail -3 "$work/rehashed.log"; grep "$host" "$work/target.log" | tail -2)"
+
+# Ports: handed out in order, as many as the target has.
+[[ $(bt list-ports | tr '\n' ' ') =~ ^1\ tcp\ 10.1.1.1\ 4420\ 2\ tcp\ 10.1.1.1\ 4421\ $ ]] &&
+  pass "list-ports: the target's ports as hosts reach them" || fail "list-ports: $(bt list-ports)"
+[[ $(bt list-ports --subsysnqn "$subsys") == "1 tcp 10.1.1.1 4420" ]] && pass "setup gives a subsystem one port" ||
+  fail "list-ports after setup: $(bt list-ports --subsysnqn "$subsys")"
+bt add-ports --ports 1 --subsysnqn "$subsys" --subsys-uuid "$uuid" --hostnqn "$host" || fail "add-ports exited $?"
+[[ $(bt list-ports --subsysnqn "$subsys" | wc -l) == 2 ]] && pass "add-ports gives it the next" ||
+  fail "list-ports after add-ports: $(bt list-ports --subsysnqn "$subsys")"
+rc=0; out=$(bt add-ports --ports 1 --subsysnqn "$subsys" 2>&1) || rc=$?
+((rc == 1)) && grep -q "the target has 2 port(s) and 2 are given to $subsys already" <<<"$out" &&
+  pass "a port more than the target has is refused, saying so" || fail "third port: status $rc: $out"
+run_fio second-port "${IO[@]}" --traddr=10.1.1.1 --trsvcid=4421 --dhchap_secret_file="$keys/host" \
+  --dhchap_ctrl_secret_file="$keys/ctrl" >/dev/null && pass "the subsystem serves verified I/O on the added port" ||
+  fail "I/O on the second port: $(tail -3 "$work/second-port.log")"
+
+# set-ana: the port's ANA group state, as the target reports it.
+bt set-ana --port 2 --anagrpid 1 --anastate inaccessible || fail "set-ana exited $?"
+ctl stats | grep -q "^port 2 .* ana1=inaccessible" && ! ctl stats | grep -q "^port 1 .* ana1=inaccessible" &&
+  pass "set-ana sets one port's ANA state" || fail "after set-ana: $(ctl stats)"
+rc=0; bt set-ana --port 2 --anagrpid 1 --anastate sleepy 2>/dev/null || rc=$?
+((rc == 1)) && pass "a state that is not an ANA state is refused" || fail "bad ANA state: status $rc"
+
 bt cleanup --subsysnqn "$subsys" || fail "cleanup exited $?"
 ctl subsystems | grep -q "^$subsys " && fail "cleanup left the subsystem" ||
   pass "cleanup removes the subsystem"
+[[ -z $(ls -A "$work/state") ]] && pass "cleanup forgets the subsystem's ports" || fail "cleanup left $(ls "$work/state")"
 bt setup --subsysnqn "$subsys" --subsys-uuid "$uuid" --hostnqn "$host" || fail "setup without keys exited $?"
 run_fio unkeyed "${IO[@]}" >/dev/null && pass "a setup without keys leaves none from the test before" ||
   fail "unkeyed I/O after a keyed test: $(tail -3 "$work/unkeyed.log")"
