@@ -35,6 +35,10 @@ void resolve_host_access(SubsystemConfig &s, const std::set<std::string> &keyed)
     if (!named(s, h)) s.allowed_hosts.push_back(h);
 }
 
+void close_to_keyless_hosts(SubsystemConfig &s, const std::set<std::string> &keyed) {
+  if (!s.allow_any_host_explicit && !keyed.empty()) s.allow_any_host = false;
+}
+
 void name_host(SubsystemConfig &s, const std::string &hostnqn) {
   if (!s.allow_any_host_explicit) s.allow_any_host = false;
   if (!named(s, hostnqn)) s.allowed_hosts.push_back(hostnqn);

@@ -26,6 +26,11 @@ bool subsystem_admits(const SubsystemConfig &s, const std::string &hostnqn, cons
 // The rule written out as a list, for what needs one (nvmet's configfs,
 // the start-up listing): allow_any_host set only when any host is admitted.
 void resolve_host_access(SubsystemConfig &s, const std::set<std::string> &keyed);
+// The rule at run time: once a host has a key, a subsystem whose hosts
+// were not said exactly is closed to keyless hosts for good, but the keyed
+// hosts are admitted by their key (subsystem_admits), not named: a key
+// forgotten later takes its host's way in with it.
+void close_to_keyless_hosts(SubsystemConfig &s, const std::set<std::string> &keyed);
 // Admit `hostnqn` by name (again: no change); the first host named closes
 // a subsystem that was open to any host, unless that was said exactly.
 void name_host(SubsystemConfig &s, const std::string &hostnqn);

@@ -79,10 +79,14 @@ HostAuthChange host_auth_change_from_attributes(const std::map<std::string, std:
     } else if (name == "dhchap_ctrl_key") {
       c.ctrl_key_named = true;
       if (!value.empty()) c.ctrl_key = secret_or_file(value, at);
-    } else if (name == "dhchap_hash") {
-      c.hashes = parse_hash_list(value, at);
-    } else if (name == "dhchap_dhgroup") {
-      c.groups = parse_dhgroup_list(value, at);
+    } else if (name == "dhchap_hash" || name == "dhchap_dhgroup") {
+      // nvmet refuses an empty write to these; the defaults come back only
+      // by forgetting the host.
+      if (value.empty()) throw std::invalid_argument(fmt::format("{}: empty: name at least one", at));
+      if (name == "dhchap_hash")
+        c.hashes = parse_hash_list(value, at);
+      else
+        c.groups = parse_dhgroup_list(value, at);
     }
   }
   return c;

@@ -74,13 +74,20 @@ std::string base64(std::span<const uint8_t> bytes) {
 // The key file is judged by the descriptor it is read from (no window in
 // which another file could take its name): a file others may read holds a
 // secret that is no longer one, so it is refused, not used with a warning.
+// Only a regular file: a FIFO or a terminal would block the reader (the
+// target's one control thread) until someone else wrote to it; opened
+// without blocking so that even the open cannot wait for a writer.
 std::string read_key_line(const std::string &path, const std::string &what) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   struct stat st {};
   if (fd < 0 || ::fstat(fd, &st) != 0) {
     const int err = errno;
     if (fd >= 0) ::close(fd);
     throw bad(what, fmt::format("cannot read {}: {}", path, strerror(err)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw bad(what, fmt::format("{} is not a regular file: refused", path));
   }
   if (st.st_mode & (S_IRGRP | S_IROTH)) {
     ::close(fd);

@@ -5,6 +5,7 @@
 // instead (a key pasted in the wrong place cannot come back in an error, a
 // log of replies cannot leak one).
 #include <algorithm>
+#include <cctype>
 #include <fmt/format.h>
 #include <map>
 #include <sstream>
@@ -33,18 +34,28 @@ std::string help() {
   return out;
 }
 
+// A piece that reads as a name ("ram", "uuid", "dhchap_key"): lower case,
+// short. The body of a key is neither, though base64 ends it in '='.
+bool looks_like_name(const std::string &w, size_t start, size_t end) {
+  if (end == start || end - start > 32 || !std::islower(static_cast<unsigned char>(w[start]))) return false;
+  return std::all_of(w.begin() + static_cast<std::ptrdiff_t>(start), w.begin() + static_cast<std::ptrdiff_t>(end), [](char c) {
+    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
 // The parts of a given word a handler's message may quote: the word, what
 // follows its first ':' or '=' (the size of "ram:SIZE", the value of
 // NAME=VALUE), and each piece between ':', '=' and ',' (an attribute of
-// "ram:1g,uuid=U") but the names ("ram", "uuid"), which the refusal must
-// still be able to say. Linear in the word, so a long line stays cheap.
+// "ram:1g,uuid=U") but the names ("ram", "uuid") before a '=' or a first
+// ':', which the refusal must still be able to say. Linear in the word, so
+// a long line stays cheap.
 std::vector<std::string> quotable_parts(const std::string &w) {
   std::vector<std::string> out{w};
   const size_t first = w.find_first_of(":=");
   if (first != std::string::npos) out.push_back(w.substr(first + 1));
   for (size_t start = 0; start < w.size();) {
     const size_t end = std::min(w.find_first_of(":=,", start), w.size());
-    const bool name = end < w.size() && (w[end] == '=' || (start == 0 && w[end] == ':'));
+    const bool name = end < w.size() && (w[end] == '=' || (start == 0 && w[end] == ':')) && looks_like_name(w, start, end);
     if (!name && (start > 0 || end < w.size())) out.push_back(w.substr(start, end - start));
     start = end + 1;
   }
@@ -53,8 +64,11 @@ std::vector<std::string> quotable_parts(const std::string &w) {
 
 // Every quotable part (quotable_parts) of 3 bytes or more replaced by its
 // word's place in `reply`; shorter ones (a port number, a group) are no
-// secret and too common to take out. One pass, longest match first at each
-// position: a placeholder is never searched again.
+// secret and too common to take out. A part shorter than a key (16 bytes)
+// is taken out only where it stands as a word of its own, so that "opt"
+// given does not mangle "optimized" in the refusal; a longer one wherever
+// it is. One pass, longest match first at each position: a placeholder is
+// never searched again.
 std::string redact(const std::string &reply, const std::vector<std::string> &words, size_t first) {
   std::map<std::string, std::string> parts; // text -> placeholder, each text once
   for (size_t i = first; i < words.size(); i++)
@@ -67,8 +81,11 @@ std::string redact(const std::string &reply, const std::vector<std::string> &wor
   const size_t status = reply.rfind("error:", 0) == 0 ? 6 : reply.rfind("ok", 0) == 0 ? 2 : 0;
   std::string out = reply.substr(0, status);
   for (size_t at = status; at < reply.size();) {
-    const auto hit = std::find_if(values.begin(), values.end(),
-                                  [&](const auto &v) { return reply.compare(at, v.first.size(), v.first) == 0; });
+    const auto alnum = [&](size_t i) { return i < reply.size() && std::isalnum(static_cast<unsigned char>(reply[i])); };
+    const auto hit = std::find_if(values.begin(), values.end(), [&](const auto &v) {
+      if (reply.compare(at, v.first.size(), v.first) != 0) return false;
+      return v.first.size() >= 16 || (!(at > status && alnum(at - 1)) && !alnum(at + v.first.size()));
+    });
     if (hit == values.end()) {
       out += reply[at++];
     } else {

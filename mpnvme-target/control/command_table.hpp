@@ -15,9 +15,10 @@ class Args {
 public:
   Args(std::vector<std::string> words, size_t first) : w_(std::move(words)), at_(first) {}
   bool more() const { return at_ < w_.size(); }
-  // The next word; empty when there is none.
-  std::string next() { return more() ? w_[at_++] : std::string(); }
-  // 1-based place in the command line of the word last taken ("argument N").
+  // The next word; empty when there is none (its place is still counted,
+  // so that a refusal names where the missing word belongs).
+  std::string next() { return ++at_ <= w_.size() ? w_[at_ - 1] : std::string(); }
+  // 1-based place in the command line of the word last asked for ("argument N").
   size_t place() const { return at_; }
 
 private:

@@ -39,6 +39,27 @@ void check_namespace_path(const NamespaceConfig &n, const ControlLimits &limits,
   throw std::invalid_argument(fmt::format("argument {}: the path is outside every --control-ns-dir", place));
 }
 
+// A host NQN as the NVMe base specification bounds it (223 bytes), in
+// printable characters; '=' is refused as the sign of an attribute (a key)
+// given where the NQN belongs, so that it is never stored, listed or
+// logged as a host.
+std::string host_nqn(const std::string &nqn, size_t place) {
+  if (nqn.empty()) throw std::invalid_argument(fmt::format("argument {}: the host's NQN is missing", place));
+  const bool printable = std::all_of(nqn.begin(), nqn.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u > 0x20 && u != 0x7f && u != '=';
+  });
+  if (nqn.size() > 223 || !printable)
+    throw std::invalid_argument(fmt::format(
+        "argument {}: a host NQN is at most 223 bytes, printable, without '=' (was an attribute given in its place?)", place));
+  if (nqn == kDiscoveryNqn) throw std::invalid_argument(fmt::format("argument {}: the discovery NQN names no host", place));
+  return nqn;
+}
+std::string host_nqn(Args &a) {
+  std::string w = a.next();
+  return host_nqn(w, a.place());
+}
+
 // subsystem add NQN [any-host] [host=HOSTNQN]... [serial=S] [model=M] [NAMESPACE...]
 std::string subsystem_add(Registry &reg, const ControlLimits &limits, Args &a) {
   SubsystemConfig sc;
@@ -50,7 +71,7 @@ std::string subsystem_add(Registry &reg, const ControlLimits &limits, Args &a) {
     if (w == "any-host") {
       sc.allow_any_host = sc.allow_any_host_explicit = true;
     } else if (w.rfind("host=", 0) == 0) {
-      name_host(sc, w.substr(5)); // created closed: no moment open to any host
+      name_host(sc, host_nqn(w.substr(5), a.place())); // created closed: no moment open to any host
     } else if (w.rfind("serial=", 0) == 0) {
       sc.serial = w.substr(7);
     } else if (w.rfind("model=", 0) == 0) {
@@ -83,25 +104,23 @@ std::string subsystems(Registry &reg, const ControlLimits &, Args &) {
     for (const auto &[id, n] : s->namespaces)
       ns += fmt::format("{}{}={}", ns.empty() ? "" : ",", id, n.cfg.spec());
     const SubsystemConfig &c = s->cfg;
-    const bool any = view.open_to_any(*s);
+    const std::vector<std::string> hosts = view.admitted_hosts(*s);
     out += fmt::format("{} namespaces {} hosts {}\n", c.nqn, ns.empty() ? "none" : ns,
-                       any                       ? "any"
-                       : c.allowed_hosts.empty() ? "none"
-                                                 : fmt::format("{}", fmt::join(c.allowed_hosts, ",")));
+                       view.open_to_any(*s) ? "any"
+                       : hosts.empty()      ? "none"
+                                            : fmt::format("{}", fmt::join(hosts, ",")));
   }
   return out;
 }
 
 std::string host_allow(Registry &reg, const ControlLimits &, Args &a) {
-  const std::string sub = a.next(), host = a.next();
-  if (host.empty()) throw std::invalid_argument("usage: host allow SUBNQN HOSTNQN");
+  const std::string sub = a.next(), host = host_nqn(a);
   reg.allow_host(sub, host);
   return "ok\n";
 }
 
 std::string host_deny(Registry &reg, const ControlLimits &, Args &a) {
-  const std::string sub = a.next(), host = a.next();
-  if (host.empty()) throw std::invalid_argument("usage: host deny SUBNQN HOSTNQN");
+  const std::string sub = a.next(), host = host_nqn(a);
   reg.deny_host(sub, host);
   return "ok\n";
 }
@@ -111,8 +130,7 @@ std::string host_deny(Registry &reg, const ControlLimits &, Args &a) {
 // the one parser the JSON configuration's hosts go through. Each replaces
 // the host's current attribute, as a write to nvmet's configfs does.
 std::string host_key(Registry &reg, const ControlLimits &, Args &a) {
-  const std::string host = a.next();
-  if (host.empty()) throw std::invalid_argument("argument 3: the host's NQN is missing");
+  const std::string host = host_nqn(a);
   std::map<std::string, std::string> attrs;
   while (a.more()) {
     const std::string w = a.next();
@@ -120,7 +138,8 @@ std::string host_key(Registry &reg, const ControlLimits &, Args &a) {
     if (eq == std::string::npos || !is_host_attribute(w.substr(0, eq)))
       throw std::invalid_argument(
           fmt::format("argument {} is not one of {}=VALUE", a.place(), fmt::join(kHostAttributes, "=, ")));
-    attrs[w.substr(0, eq)] = w.substr(eq + 1);
+    if (!attrs.emplace(w.substr(0, eq), w.substr(eq + 1)).second)
+      throw std::invalid_argument(fmt::format("argument {}: {}= is given twice", a.place(), w.substr(0, eq)));
   }
   if (attrs.empty()) throw std::invalid_argument("argument 4: an attribute to set is missing");
   reg.set_host_auth(host, host_auth_change_from_attributes(attrs, "host key"));
@@ -128,8 +147,7 @@ std::string host_key(Registry &reg, const ControlLimits &, Args &a) {
 }
 
 std::string host_forget(Registry &reg, const ControlLimits &, Args &a) {
-  const std::string host = a.next();
-  if (host.empty()) throw std::invalid_argument("argument 3: the host's NQN is missing");
+  const std::string host = host_nqn(a);
   reg.forget_host_auth(host);
   return "ok\n";
 }

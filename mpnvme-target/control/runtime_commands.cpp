@@ -29,8 +29,9 @@ namespace {
 PortState &port_arg(Registry &reg, Args &a) {
   const std::string w = a.next();
   unsigned id = 0;
+  // A port ID is 16 bits: a larger number is no port, never one modulo 65536.
   if (w.empty() || w.find_first_not_of("0123456789") != std::string::npos || w.size() > 5 ||
-      !reg.port(static_cast<uint16_t>(id = static_cast<unsigned>(std::stoul(w)))))
+      (id = static_cast<unsigned>(std::stoul(w))) > 0xffff || !reg.port(static_cast<uint16_t>(id)))
     throw std::invalid_argument(fmt::format("argument {} is not a port of this target", a.place()));
   return *reg.port(static_cast<uint16_t>(id));
 }

@@ -26,6 +26,14 @@ bool ConfigView::open_to_any(const Subsystem &s) const {
   return s.discovery || (s.cfg.allow_any_host && (s.cfg.allow_any_host_explicit || r_.keyed_.empty()));
 }
 
+std::vector<std::string> ConfigView::admitted_hosts(const Subsystem &s) const {
+  std::vector<std::string> out = s.cfg.allowed_hosts;
+  if (!s.cfg.allow_any_host_explicit)
+    for (const std::string &h : r_.keyed_)
+      if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
+  return out;
+}
+
 std::optional<dhchap::ControllerAuthConfig> ConfigView::host_auth(const std::string &hostnqn) const {
   auto it = r_.host_auth_.find(hostnqn);
   if (it == r_.host_auth_.end()) return std::nullopt;
@@ -189,7 +197,7 @@ void Registry::add_subsystem(SubsystemConfig sc) {
   auto s = open_subsystem(sc); // outside the lock: a file namespace may take a while to open
   const size_t namespaces = s->namespaces.size();
   reconfigure([&] {
-    resolve_host_access(s->cfg, keyed_);
+    close_to_keyless_hosts(s->cfg, keyed_);
     if (!subsystems_.emplace(sc.nqn, std::move(s)).second) throw std::invalid_argument("a subsystem of that NQN exists");
   });
   log().info("subsystem {} added ({} namespace(s)) by the control socket", printable(sc.nqn), namespaces);
@@ -223,9 +231,10 @@ void Registry::set_host_auth(const std::string &hostnqn, const HostAuthChange &c
     host_auth_[hostnqn] = change.applied_to(it == host_auth_.end() ? nullptr : &it->second);
     keyed_ = keyed_hosts(host_auth_, cfg_.tls_keys);
     // As at start-up: a key closes the subsystems whose hosts were not said
-    // exactly, and forgetting it later opens none of them again.
+    // exactly, and forgetting it later opens none of them again; the host
+    // gets in by its key while it has one (close_to_keyless_hosts).
     for (auto &[nqn, s] : subsystems_)
-      if (!s->discovery) resolve_host_access(s->cfg, keyed_);
+      if (!s->discovery) close_to_keyless_hosts(s->cfg, keyed_);
   });
   log().warn("host {}: DH-HMAC-CHAP keys set by the control socket", printable(hostnqn));
 }

@@ -42,6 +42,9 @@ public:
   bool admits(const Subsystem &s, const std::string &hostnqn) const;
   // Whether `s` admits any host at all now.
   bool open_to_any(const Subsystem &s) const;
+  // The hosts `s` admits now when it is not open to any: those it names
+  // and, where its hosts were not said exactly, those with a key.
+  std::vector<std::string> admitted_hosts(const Subsystem &s) const;
   // What `hostnqn` must prove (a copy); none when it needs no authentication.
   std::optional<dhchap::ControllerAuthConfig> host_auth(const std::string &hostnqn) const;
   // Every serving subsystem but discovery, in NQN order; and those the

@@ -76,11 +76,12 @@ ctl host forget "$host" >/dev/null && run_fio forgotten "${IO[@]}" --hostnqn="$h
   pass "keys forgotten: the named host gets in without" || fail "after host forget: $(tail -3 "$work/forgotten.log")"
 
 # 4. Bad commands are refused naming what is wrong, never showing a key.
+# The command is named by its verb only: its arguments may hold a key.
 refused() { # WANT COMMAND...: refused, with WANT in the reply
   local reply
-  if reply=$(ctl "${@:2}" 2>&1); then fail "accepted: ${*:2}"
+  if reply=$(ctl "${@:2}" 2>&1); then fail "accepted: ${*:2:2} ... (wanted: $1)"
   elif grep -qF -- "$1" <<<"$reply"; then pass "refused: $1"
-  else fail "refusal of '${*:2}' does not say '$1': $reply"; fi
+  else fail "refusal of '${*:2:2} ...' does not say '$1': $reply"; fi
 }
 refused "a subsystem of that NQN exists" subsystem add "$new" ram:1m
 refused "uuid '<argument 4>' is not a UUID" subsystem add nqn.2026-12.io.mpnvme:x ram:1m,uuid=not-a-uuid
@@ -96,6 +97,26 @@ reply=$(ctl host key "$host" "$k" 2>&1)
 grep -qF -- "${k:10:24}" <<<"$reply" && fail "a refusal echoed the key it was given: $reply" ||
   pass "a key in the wrong place is not echoed"
 refused "file and block namespaces need --control-ns-dir at start" subsystem add nqn.2026-12.io.mpnvme:f file:/etc/shadow
+# A 48-byte key's base64 ends in '=': it still is no name to keep.
+reply=$(ctl host key "$host" "dhchap_key=@$k" 2>&1)
+grep -qF -- "${k:10:24}" <<<"$reply" && fail "a refusal echoed a key ending in '=': $reply" ||
+  pass "a key given as a file name is not echoed"
+# Host NQNs as the specification bounds them: a key in the NQN's place is
+# never stored as a host (nor listed, nor logged).
+refused "argument 3: a host NQN is at most 223 bytes, printable, without '='" host key "dhchap_key=$k" "dhchap_key=$k"
+refused "argument 4: a host NQN is at most 223 bytes" host allow "$new" "nqn.$(printf 'x%.0s' {1..220})"
+refused "argument 3: the discovery NQN names no host" host key nqn.2014-08.org.nvmexpress.discovery "dhchap_key=$k"
+refused "argument 5: dhchap_hash= is given twice" host key "$host" "dhchap_hash=hmac(sha256)" "dhchap_hash=hmac(sha384)"
+refused "host key.dhchap_dhgroup: empty: name at least one" host key "$host" "dhchap_key=$k" dhchap_dhgroup=
+refused "argument 2 is not a port of this target" ana 65537 1 inaccessible
+refused "argument 4: an ANA state is optimized, non-optimized" ana 1 1 opt
+# A key file that would block the reader (the target's one control thread).
+mkfifo -m 600 "$keys/fifo"
+if reply=$(timeout 10 "$LAB" -n "$lab" exec target "$TARGET" ctl "$work/control" host key "$host" \
+  "dhchap_key=@$keys/fifo" 2>&1); then fail "a FIFO as a key file was taken"
+elif grep -q "is not a regular file: refused" <<<"$reply" && ctl stats >/dev/null; then
+  pass "a FIFO as a key file is refused at once, the control socket answers on"
+else fail "a FIFO as a key file: $reply"; fi
 
 # 5. Removed under I/O: its controllers end, the target lives on.
 connects() { grep -c "host $host connected to $new" "$work/target.log"; }
@@ -119,8 +140,16 @@ if run_fio first-other "${IO[@]}" --subnqn="$NQN" --hostnqn="$other" >/dev/null;
   fail "a host without a key got into a subsystem that a run-time key closed"
 elif grep -q "host $other is not allowed on $NQN" "$work/target.log"; then pass "a key set at run time closed the open subsystem"
 else fail "after the run-time key: $(tail -2 "$work/first-other.log")"; fi
-run_fio first "${IO[@]}" --subnqn="$NQN" --hostnqn="$host" >/dev/null && pass "the target serves on" ||
-  fail "the first subsystem after the removal: $(tail -3 "$work/first.log")"
+# The keyed host got into that subsystem by its key, not by name: with the
+# key forgotten, it is a host without one.
+if run_fio first "${IO[@]}" --subnqn="$NQN" --hostnqn="$host" >/dev/null; then
+  fail "a host whose key was forgotten got into a subsystem only its key had opened"
+elif grep -q "host $host is not allowed on $NQN" "$work/target.log"; then pass "a forgotten key takes its host's way in with it"
+else fail "the forgotten host: $(tail -2 "$work/first.log")"; fi
+ctl host key "$host" "dhchap_key=@$keys/host" >/dev/null || fail "a key set again refused"
+run_fio first-keyed "${IO[@]}" --subnqn="$NQN" --hostnqn="$host" --dhchap_secret_file="$keys/host" >/dev/null &&
+  pass "keyed again, the host gets in: the target serves on" ||
+  fail "the first subsystem after the removal: $(tail -3 "$work/first-keyed.log")"
 
 for secret in "$k" "$kc"; do
   if grep -rqF -- "${secret:10:24}" "$work"/*.log "$work"/*.json "$work/stdin-reply"; then
