@@ -50,18 +50,29 @@ run_fio keyed "${IO[@]}" --dhchap_secret_file="$keys/host" --dhchap_ctrl_secret_
 run_fio stranger "${IO[@]}" --hostnqn=nqn.2026-12.io.mpnvme:stranger >/dev/null &&
   fail "another host got into blktests' subsystem" || pass "another host is refused"
 
-# set-dhchap: one attribute, the others kept (blktests' nvme/043-045).
-bt set-dhchap --hostnqn "$host" --hash "hmac(sha384)" || fail "set-dhchap --hash exited $?"
+# set-dhchap: the attributes given, the others kept (blktests' nvme/043-045).
+bt set-dhchap --hostnqn "$host" --hash "hmac(sha384)" --dhgroup ffdhe3072 || fail "set-dhchap --hash --dhgroup exited $?"
 run_fio rehashed "${IO[@]}" --dhchap_secret_file="$keys/host" --dhchap_ctrl_secret_file="$keys/ctrl" >/dev/null &&
-  grep -q "host $host authenticated (hmac(sha384), .*bidirectional)" "$work/target.log" &&
-  pass "set-dhchap changes the hash alone: both keys kept, the new hash used" ||
-  fail "after set-dhchap --hash: $(tail -3 "$work/rehashed.log"; grep "$host" "$work/target.log" | tail -2)"
+  grep -q "host $host authenticated (hmac(sha384), DH group ffdhe3072, bidirectional)" "$work/target.log" &&
+  pass "set-dhchap changes the hash and group: both keys kept, both new ones used" ||
+  fail "after set-dhchap --hash --dhgroup: $(tail -3 "$work/rehashed.log"; grep "$host" "$work/target.log" | tail -2)"
 
 # Ports: handed out in order, as many as the target has.
 [[ $(bt list-ports | tr '\n' ' ') =~ ^1\ tcp\ 10.1.1.1\ 4420\ 2\ tcp\ 10.1.1.1\ 4421\ $ ]] &&
   pass "list-ports: the target's ports as hosts reach them" || fail "list-ports: $(bt list-ports)"
 [[ $(bt list-ports --subsysnqn "$subsys") == "1 tcp 10.1.1.1 4420" ]] && pass "setup gives a subsystem one port" ||
   fail "list-ports after setup: $(bt list-ports --subsysnqn "$subsys")"
+# Fewer ports than the target has: a reader that stopped early failed
+# list-ports now and then (SIGPIPE); ten in a row must all succeed.
+rc=0; for _ in $(seq 10); do bt list-ports --subsysnqn "$subsys" >/dev/null || rc=$?; done
+((rc == 0)) && pass "list-ports of a subsystem with fewer ports than the target succeeds" || fail "list-ports: status $rc"
+rc=0; bt add-ports --ports 1 --subsysnqn "blktests-subsystem.1" 2>/dev/null || rc=$?
+((rc == 1)) && pass "add-ports takes the NQN as written, not as a pattern" || fail "add-ports to a pattern: status $rc"
+for bad in 9223372036854775808 0 1e3; do
+  rc=0; bt add-ports --ports "$bad" --subsysnqn "$subsys" 2>/dev/null || rc=$?
+  ((rc == 2)) || fail "--ports $bad: status $rc"
+done
+pass "--ports out of 1..9999 is a usage error"
 bt add-ports --ports 1 --subsysnqn "$subsys" --subsys-uuid "$uuid" --hostnqn "$host" || fail "add-ports exited $?"
 [[ $(bt list-ports --subsysnqn "$subsys" | wc -l) == 2 ]] && pass "add-ports gives it the next" ||
   fail "list-ports after add-ports: $(bt list-ports --subsysnqn "$subsys")"
@@ -97,7 +108,19 @@ rc=0; out=$(bt setup --subsysnqn x --hostnqn "$host" --hostkey "DHHC-1:00:not*ba
   pass "a bad key is refused naming the field, not the key" || fail "bad key: status $rc"
 rc=0; bt setup --subsysnqn "$subsys" --bogus 2>/dev/null || rc=$?
 ((rc == 2)) && pass "an unknown option is a usage error (2)" || fail "unknown option: status $rc"
+rc=0; bt set-ana --port 1 --port 2 --anagrpid 1 --anastate optimized 2>/dev/null || rc=$?
+((rc == 2)) && pass "an option given twice is a usage error" || fail "an option twice: status $rc"
+rc=0; out=$(bt set-dhchap --hostnqn "$host"$'\nsubsystem remove nqn.2026-12.io.mpnvme:idle' --hash 'hmac(sha256)' 2>&1) || rc=$?
+((rc == 2)) && grep -q "set-dhchap: argument 2 has white space or a control character" <<<"$out" &&
+  ctl subsystems | grep -q "^nqn.2026-12.io.mpnvme:idle " && pass "a value with a line break is refused, not sent as a second command" ||
+  fail "a value with a line break: status $rc, $out; subsystems: $(ctl subsystems)"
 bt cleanup --subsysnqn x >/dev/null 2>&1 && fail "a setup whose key was refused left its subsystem behind"
+cp "$work/settings" "$work/settings.good"
+echo "namespace=ram:1m host=nqn.2026-12.io.mpnvme:intruder" >>"$work/settings"
+rc=0; out=$(bt config --show-trtype 2>&1) || rc=$?
+((rc == 1)) && grep -q "settings:7: the value of 'namespace' has white space" <<<"$out" &&
+  pass "a setting's value with white space is refused by line" || fail "a setting with a space: status $rc: $out"
+cp "$work/settings.good" "$work/settings"
 echo "colour=blue" >>"$work/settings"
 rc=0; out=$(bt config --show-trtype 2>&1) || rc=$?
 ((rc == 1)) && grep -q "settings:7: unknown setting 'colour'" <<<"$out" && pass "an unknown setting is refused by line" ||
