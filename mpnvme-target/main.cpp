@@ -31,7 +31,7 @@ struct Cli {
   std::vector<std::string> listen, namespaces, allow_hosts, ana;
   std::optional<unsigned> sk_priority, tos;
   uint32_t inline_data_size = 16384, queue_size = 128, maxh2cdata = 128 * 1024;
-  unsigned threads = 1, mdts = 7;
+  unsigned threads = 1, mdts = TargetConfig{}.mdts;
   unsigned max_connections = 4096, max_connections_per_address = 512;
   std::vector<std::string> control_ns_dirs;
   double auth_backoff_s = 1;
