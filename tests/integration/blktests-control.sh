@@ -94,7 +94,13 @@ bt cleanup --subsysnqn "$subsys" || fail "cleanup exited $?"
 ctl subsystems | grep -q "^$subsys " && fail "cleanup left the subsystem" ||
   pass "cleanup removes the subsystem"
 [[ -z $(ls -A "$work/state") ]] && pass "cleanup forgets the subsystem's ports" || fail "cleanup left $(ls "$work/state")"
+# As blktests removes a test's ports: a host reconnecting is refused at the
+# transport and keeps trying (nvme/061), until a setup gives them again.
+ctl stats | grep -q "^port 1 tcp 10.1.1.1:4420 (down)" && ctl stats | grep -q "^port 2 tcp 10.1.1.1:4421 (down)" &&
+  pass "cleanup takes the ports no subsystem holds down" || fail "ports after cleanup: $(ctl stats)"
 bt setup --subsysnqn "$subsys" --subsys-uuid "$uuid" --hostnqn "$host" || fail "setup without keys exited $?"
+ctl stats | grep -q "^port 1 tcp 10.1.1.1:4420:" && ctl stats | grep -q "^port 2 tcp 10.1.1.1:4421 (down)" &&
+  pass "setup brings the ports it gives up again, and no more" || fail "ports after setup: $(ctl stats)"
 run_fio unkeyed "${IO[@]}" >/dev/null && pass "a setup without keys leaves none from the test before" ||
   fail "unkeyed I/O after a keyed test: $(tail -3 "$work/unkeyed.log")"
 
