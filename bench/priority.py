@@ -10,7 +10,7 @@ Reads leave the target: the latency job sets tos=io:0xb8 (DSCP EF), the
 target answers each connection with the TOS of its SYN (--reflect-tos) and
 the target's side is classified by DSCP. A third case marks writes with
 both priority and TOS: Linux MPTCP subflows lose SO_PRIORITY once IP_TOS is
-set (docs/design.md, facts measured here), TCP keeps it.
+set (docs/measurements.md, "Socket priority and TOS"), TCP keeps it.
 
 Conditions, each the latency job's clat p50/p99/p99.9 as a ratio to idle:
   idle       the latency job alone on the path

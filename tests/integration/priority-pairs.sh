@@ -35,7 +35,7 @@ count() { # NS COMMENT: packets
 rules host h
 rules target t
 # Runs last 4 s: Linux MPTCP sometimes carries almost nothing for the first
-# 0.5..2 s while subflows join (see docs/design.md, facts measured here).
+# 0.5..2 s while subflows join (see docs/measurements.md, "MPTCP start-up stalls").
 job=(--traddr=10.1.1.1 --rw=randwrite --bs=64k --iodepth=16 --size=64m --time_based=1 --runtime=4)
 
 # 1. Per-queue SO_PRIORITY over MPTCP: I/O queue at 6 on every path (joined
