@@ -10,10 +10,9 @@
 // A control ends only when its connections are gone: the host sends its
 // FIN, the sink stops sending when it sees it, and both sides read what is
 // still in flight up to the other's FIN. A control that shut its sockets
-// and left had the sink's subflows on a 100 Mbit path still sending for
-// more than a second into the host's orphaned sockets, and the engine run
-// after it wrote at 78-92 MiB/s instead of 110-123 (unequal paths, one
-// MPTCP connection): the next run must start on idle paths.
+// and left had the sink's subflows still sending into the host's orphaned
+// sockets, and slowed the engine run after it (docs/measurements.md, "How
+// the bench measures a cell"): the next run must start on idle paths.
 #include "bench/floor_stream.hpp"
 
 #include <atomic>

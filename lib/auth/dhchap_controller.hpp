@@ -29,8 +29,8 @@ struct ControllerAuthConfig {
 
 // The controller's DH keys, one per group, shared by every queue's
 // transaction of one controller and its re-authentications, as nvmet keeps
-// one per controller: a challenge then costs no key generation (ffdhe8192:
-// 11 ms each), so neither a host's queues nor a peer restarting
+// one per controller: a challenge then costs no key generation (the
+// costly part for the large groups), so neither a host's queues nor a peer restarting
 // negotiations make the target generate keys. Thread-safe: the queues of a
 // controller may sit on different reactors.
 class DhKeyCache {

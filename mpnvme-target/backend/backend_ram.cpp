@@ -21,11 +21,10 @@ namespace {
 
 // A block nobody has written reads from the kernel's zero page, but only
 // after a page fault on its first touch, and that fault came in the
-// sendmsg that copies the block out, on the command's path: 0.4 faults per
-// command on a fresh 1 GiB namespace at QD1 (random 4 KiB reads), about
-// 2 us each in a VM, 7 % of the target's CPU. MADV_POPULATE_READ maps the
-// zero page wherever nothing is written, commits no memory (page tables:
-// 2 MiB per GiB) and takes about 70-110 ms per GiB here. Done before the
+// sendmsg that copies the block out, on the command's path (the cost is
+// in docs/measurements.md, "Where the target's time per command went").
+// MADV_POPULATE_READ maps the zero page wherever nothing is written and
+// commits no memory but page tables. Done before the
 // target listens, so that it runs its first commands as its last, as
 // SPDK's malloc bdev, whose memory is allocated and touched up front.
 void map_for_reading(uint8_t *mem, size_t len, uint32_t nsid) {

@@ -6,9 +6,9 @@
 //
 // Why not socket I/O through the ring: a ring receive is issued from the
 // socket's wake-up, which runs inside the sender's softirq with the socket
-// lock held, so the receive spins on that lock. On loopback at QD1 that was
-// a third of the target's time (perf: __pv_queued_spin_lock_slowpath under
-// io_recvmsg) and most of the 18-25 us the target added per command. A
+// lock held, so the receive spins on that lock (perf:
+// __pv_queued_spin_lock_slowpath under io_recvmsg; the share is in
+// docs/measurements.md, "Where the target's time per command went"). A
 // receive made by the loop itself meets the lock only by chance.
 #pragma once
 #include <array>
