@@ -5,7 +5,7 @@
 #   make check      unit tests + kernel-lab integration tests (ASan/UBSan build)
 #   make demo       run jobs/demo.fio and print the result
 #   make bench      bench/run all: floors, the matrix, priority pairs, the qemu lab; report and plots
-#   make interop    blktests' NVMe tests against nvmet and mpnvme-target (MPNVME_BLKTESTS=a
+#   make interop    blktests' NVMe tests against nvmet (both modes) and mpnvme-target (MPNVME_BLKTESTS=a
 #                   blktests checkout); the table in $(INTEROP_OUT)/blktests.md
 #   make install    PREFIX=/usr DESTDIR=...
 #   make deb        Debian binary package in ../ from the checkout

@@ -25,18 +25,78 @@ hostnqn=nqn.2014-08.org.nvmexpress:uuid:0f01fb42-9f7f-4856-b0b3-51e60b8de349
 namespace=ram:$LAB_img
 blkdev_type=device
 CONF
+# nvmet-remote: the guest's own nvmet through blktests' remote-target
+# mode, driven by contrib/nvme_target_control.py's configfs backend (the
+# patch series), on a loop device of its own.
+modprobe nvmet-tcp
+truncate -s "$LAB_img" /tmp/nvmet-remote.img && remote_blkdev=$(losetup -f --show /tmp/nvmet-remote.img) || exit 1
+mkdir -p /root/.config/blktests
+cat >/root/.config/blktests/nvme_target_control.toml <<TOML
+[main]
+backend='configfs'
+skip_setup_cleanup=false
+
+[host]
+blkdev_type='device'
+trtype='tcp'
+hostnqn='nqn.2014-08.org.nvmexpress:uuid:0f01fb42-9f7f-4856-b0b3-51e60b8de349'
+hostid='0f01fb42-9f7f-4856-b0b3-51e60b8de349'
+host_traddr='127.0.0.1'
+
+[subsys_0]
+traddr='127.0.0.1'
+trsvid='4420'
+subsysnqn='blktests-subsystem-1'
+subsys_uuid='91fdba0d-f87b-4c25-b80f-db7be1418b9e'
+blkdev='$remote_blkdev'
+TOML
 cd /opt/blktests || exit 1
 IFS=, read -r -a targets <<<"$LAB_targets"
 IFS=, read -r -a tests <<<"$LAB_tests"
+# blktests' device tests among them (test_device() without a fallback)
+# need TEST_DEVS: the emulated PCIe NVMe controller's namespace.
+# The controller is there before udevd (no coldplug here): udev is asked
+# to add it, so that /dev/char/MAJ:MIN, which nvmet's passthru opens, is made.
+plain=() on_device=() pcie_dev=""
+modprobe nvme
+udevadm trigger --action=add --subsystem-match=nvme --subsystem-match=block
+udevadm settle --timeout=60
+for c in /sys/class/nvme/nvme*; do
+  [[ $(cat "$c/transport" 2>/dev/null) == pcie && -b /dev/$(basename "$c")n1 ]] || continue
+  # The link udev makes for every device node, made as udev makes it
+  # where this guest's udev did not.
+  [[ -e /dev/char/$(cat "$c/dev") ]] || { mkdir -p /dev/char && ln -s "../$(basename "$c")" "/dev/char/$(cat "$c/dev")"; }
+  pcie_dev=/dev/$(basename "$c")n1
+done
+echo "blktests-run: test device ${pcie_dev:-none}, /dev/char: $(ls /dev/char 2>/dev/null | wc -l) links"
+for t in "${tests[@]}"; do
+  if grep -q '^test_device()' "tests/nvme/$t" && ! grep -q '^fallback_device()' "tests/nvme/$t"; then
+    [[ -b $pcie_dev ]] || { echo "blktests-run: nvme/$t needs a test device and the guest has no PCIe NVMe"; exit 1; }
+    on_device+=("$t")
+  else
+    plain+=("$t")
+  fi
+done
 export NVME_IMG_SIZE=$LAB_img NVMET_TRTYPES=tcp NVMET_BLKDEV_TYPES=device
 for target in "${targets[@]}"; do
   echo "BLKTESTS-RUN $target"
   case $target in
     nvmet) unset NVME_TARGET_CONTROL ;;
+    nvmet-remote) export NVME_TARGET_CONTROL=/opt/blktests/contrib/nvme_target_control.py HOME=/root ;;
     mpnvme-target) export NVME_TARGET_CONTROL=/usr/local/sbin/mpnvme-blktests-control ;;
     *) echo "blktests-run: unknown target $target"; continue ;;
   esac
   # Through a pipe: on a terminal ./check rewrites its lines in place.
-  ./check -o "/tmp/results-$target" "${tests[@]/#/nvme/}" 2>&1 | cat
-  echo "BLKTESTS-END $target rc ${PIPESTATUS[0]}"
+  # The tests on a test device (passthru of the PCIe controller) in a run
+  # of their own, the others without one, as blktests runs them by default.
+  rc=0
+  if ((${#plain[@]})); then ./check -o "/tmp/results-$target" "${plain[@]/#/nvme/}" 2>&1 | cat; rc=${PIPESTATUS[0]}; fi
+  if ((${#on_device[@]})); then
+    echo "TEST_DEVS=($pcie_dev)" >config
+    ./check -o "/tmp/results-$target-device" "${on_device[@]/#/nvme/}" 2>&1 | cat
+    device_rc=${PIPESTATUS[0]}
+    ((rc)) || rc=$device_rc
+    rm -f config
+  fi
+  echo "BLKTESTS-END $target rc $rc"
 done

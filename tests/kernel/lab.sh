@@ -29,6 +29,9 @@
 #   MPNVME_LAB_DISK=IMAGE          a raw disk image the guest sees as
 #                                  /dev/vda, never written (its writes go
 #                                  to a temporary overlay: qemu snapshot)
+#   MPNVME_LAB_NVME=IMAGE          a raw image the guest sees as an NVMe
+#                                  PCIe controller's namespace (qemu's
+#                                  emulated controller), written
 #   MPNVME_LAB_GUESTFWD="PORT=COMMAND..."  a guest connection to
 #                                  10.0.2.100:PORT runs COMMAND on this
 #                                  machine, its standard input and output
@@ -212,6 +215,10 @@ start() {
   if [[ -n ${MPNVME_LAB_DISK:-} ]]; then
     [[ -f $MPNVME_LAB_DISK && $MPNVME_LAB_DISK != *,* ]] || die "MPNVME_LAB_DISK=$MPNVME_LAB_DISK: not a file (or a path with a comma)"
     disk=(-drive "file=$MPNVME_LAB_DISK,if=virtio,format=raw,snapshot=on")
+  fi
+  if [[ -n ${MPNVME_LAB_NVME:-} ]]; then
+    [[ -f $MPNVME_LAB_NVME && $MPNVME_LAB_NVME != *,* ]] || die "MPNVME_LAB_NVME=$MPNVME_LAB_NVME: not a file (or a path with a comma)"
+    disk+=(-drive "file=$MPNVME_LAB_NVME,if=none,id=nvm,format=raw" -device "nvme,serial=mpnvme-lab,drive=nvm")
   fi
   : > "$state/console.log"
   setsid qemu-system-x86_64 -accel tcg -cpu max -smp "${MPNVME_LAB_SMP:-1}" -m "${MPNVME_LAB_MEM:-512}" \
