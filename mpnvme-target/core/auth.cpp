@@ -7,8 +7,11 @@
 // later. The transaction itself is lib/auth/dhchap_controller.*. A failure
 // is logged once (host, queue, step, reason), counted against the address
 // at once (Registry::auth_failed: it waits before it may connect again),
-// and the queue is closed; so is one whose transaction does not finish
-// within kAuthDeadline, and one its host leaves before it authenticated.
+// and the queue is closed; so is one whose host does not send its first
+// message within kAuthDeadline or a later one within auth_step_window(),
+// and one its host leaves before it authenticated.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "lib/base/log.hpp"
@@ -27,11 +30,25 @@ uint32_t SubmissionQueue::begin_authentication(std::optional<dhchap::ControllerA
 }
 
 // A transaction for a host with a key, drawing on its controller's DH
-// keys, with kAuthDeadline to finish.
+// keys, with kAuthDeadline for its first message.
 void SubmissionQueue::start_transaction(dhchap::ControllerAuthConfig wants) {
   auth_ = std::make_unique<dhchap::ControllerTransaction>(wants, ctrl_->hostnqn, ctrl_->subsys.cfg.nqn, &ctrl_->dh_keys);
-  auth_deadline_ = std::chrono::steady_clock::now() + kAuthDeadline;
+  arm_auth_deadline(kAuthDeadline);
   auth_failure_counted_ = false;
+}
+
+void SubmissionQueue::arm_auth_deadline(std::chrono::seconds window) {
+  auth_deadline_ = std::chrono::steady_clock::now() + window;
+  auth_window_ = window;
+}
+
+// nvmet re-arms its transaction timer with the KATO (120 s without one)
+// after every step, so a host whose DH computation takes longer than
+// kAuthDeadline but less than its KATO authenticates there: it does here.
+std::chrono::seconds SubmissionQueue::auth_step_window() const {
+  const auto kato =
+      ctrl_->kato_ms ? std::chrono::ceil<std::chrono::seconds>(std::chrono::milliseconds(ctrl_->kato_ms)) : kAuthStepCeiling;
+  return std::clamp<std::chrono::seconds>(kato, kAuthDeadline, kAuthStepCeiling);
 }
 
 bool SubmissionQueue::auth_fields_valid(Request &r) {
@@ -65,6 +82,7 @@ void SubmissionQueue::auth_send(Request &r) {
   // may not come straight back.
   if (auth_->failing()) count_auth_failure();
   complete(r, 0);
+  arm_auth_deadline(auth_step_window());
   auth_finished();
 }
 
@@ -86,6 +104,7 @@ void SubmissionQueue::auth_receive(Request &r) {
   if (!buf) return complete(r, kStatusInternal);
   std::copy(msg.begin(), msg.end(), buf);
   return_data(r, buf, static_cast<uint32_t>(msg.size()));
+  arm_auth_deadline(auth_step_window());
   auth_finished();
 }
 
@@ -108,8 +127,8 @@ void SubmissionQueue::auth_finished() {
 // queue open half-authenticated (nvmet expires stalled transactions too).
 bool SubmissionQueue::auth_expire(std::chrono::steady_clock::time_point now) {
   if (!auth_ || now < auth_deadline_) return false;
-  log().warn("{} qid {}: host {} did not finish DH-HMAC-CHAP authentication within {} s", label_, qid_, printable(ctrl_->hostnqn),
-             kAuthDeadline.count());
+  log().warn("{} qid {}: host {} sent no DH-HMAC-CHAP message for {} s: authentication not finished", label_, qid_,
+             printable(ctrl_->hostnqn), auth_window_.count());
   count_auth_failure();
   transport_.end("authentication not finished in time");
   return true;

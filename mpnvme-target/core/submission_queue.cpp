@@ -195,7 +195,7 @@ bool SubmissionQueue::tick(std::chrono::steady_clock::time_point now) {
   }
   if (auth_expire(now)) return false;
   // A host sends no keep-alive before its admin queue is live: while that
-  // queue authenticates, kAuthDeadline bounds it, not the KATO (a host
+  // queue authenticates, the transaction's deadlines bound it, not the KATO (a host
   // computing ffdhe8192 on a slow CPU outlasted a 5 s KATO: blktests'
   // nvme/043 on one vCPU).
   if (qid_ == 0 && auth_) ctrl_->touch();

@@ -33,9 +33,15 @@ constexpr uint32_t kNvmeVersion = 0x10300; // NVMe 1.3, as nvmet reports
 constexpr unsigned kAerLimit = 4;          // Asynchronous Event Requests parked per controller
 // Before a peer has proved anything it may not hold a connection for long:
 // from accept to a finished Connect (a TLS handshake included: nvmet-tcp
-// gives that 10 s), and for one DH-HMAC-CHAP transaction.
+// gives that 10 s), and from Connect to its first DH-HMAC-CHAP message.
 constexpr std::chrono::seconds kSetupDeadline{10};
 constexpr std::chrono::seconds kAuthDeadline{10};
+// Each later step of a transaction has the controller's KATO, as nvmet
+// gives it (120 s for a host that asked for none), but never less than
+// kAuthDeadline and never more than kAuthStepCeiling: a host computing
+// ffdhe8192 on a slow CPU needs the one, a peer with a KATO of days may not
+// hold a queue half-authenticated for as long.
+constexpr std::chrono::seconds kAuthStepCeiling{120};
 // Command buffers of an admin queue above this are given back after the
 // command: a discovery or admin queue cannot keep queue entries x MDTS.
 constexpr uint32_t kAdminBufferKept = 64 * 1024;
@@ -112,6 +118,8 @@ private:
   void start_transaction(dhchap::ControllerAuthConfig wants);
   void count_auth_failure();
   bool auth_expire(std::chrono::steady_clock::time_point now); // true: expired, the queue ends
+  void arm_auth_deadline(std::chrono::seconds window);
+  std::chrono::seconds auth_step_window() const;
   // admin.cpp
   void exec_admin(Request &r);
   void identify(Request &r);
@@ -156,6 +164,7 @@ private:
   bool auth_pending_ = false;
   bool auth_failure_counted_ = false;
   std::chrono::steady_clock::time_point auth_deadline_{};
+  std::chrono::seconds auth_window_{}; // the one auth_deadline_ was armed with, for the log
   std::chrono::steady_clock::time_point setup_deadline_;
 };
 

@@ -17,6 +17,11 @@ any case does not hold.
                      the target's set-up deadline.
   stalled-auth       Connect, then no authentication: closed within the
                      authentication deadline.
+  slow-step          a host with a KATO of 15 s that takes 12 s to answer
+                     the challenge (longer than the first-message deadline,
+                     within its KATO, as nvmet allows) authenticates; when
+                     it then stalls mid-transaction it is closed within its
+                     KATO.
 Usage: hostile_auth.py TARGET PORT SUBNQN HOSTNQN KEYFILE SRC1 SRC2 ...
 (KEYFILE: the host's DHHC-1:00 secret; one source address per case.)"""
 import base64
@@ -26,6 +31,7 @@ import os
 import socket
 import struct
 import sys
+import threading
 import time
 
 sys.dont_write_bytecode = True  # tests/pylib is the checkout's: no .pyc beside it
@@ -35,8 +41,10 @@ from nvmetcp import capsule, connect, icreq, sqe  # noqa: E402
 TARGET, PORT, SUBNQN, HOSTNQN = sys.argv[1], int(sys.argv[2]), sys.argv[3].encode(), sys.argv[4].encode()
 KEY = base64.b64decode(open(sys.argv[5]).read().strip().split(":")[2])[:-4]  # DHHC-1:00:<key + CRC-32>:
 SOURCES = sys.argv[6:]
-DEADLINE_S = 10  # the target's set-up and authentication deadlines
+DEADLINE_S = 10  # the target's set-up deadline and the first authentication message's
+SLOW_KATO_S = 15
 failures = []
+print_lock = threading.Lock()
 
 
 class Peer:
@@ -83,11 +91,11 @@ class Peer:
                 dw0 = struct.unpack_from("<I", b, 8)[0]
                 return struct.unpack_from("<H", b, 8 + 14)[0] >> 1, dw0, data
 
-    def setup(self):
+    def setup(self, kato_ms=0):
         self.s.sendall(icreq())
         if self.pdu() is None:
             return None
-        status, dw0, _ = self.command(connect(SUBNQN, host=HOSTNQN))
+        status, dw0, _ = self.command(connect(SUBNQN, host=HOSTNQN, kato=kato_ms))
         return dw0 if status == 0 else None
 
     def close(self):
@@ -121,9 +129,18 @@ def right_response(challenge, t_id):
 
 
 def check(name, ok, saw):
-    print(f"{'ok' if ok else 'FAIL'}: {name}: {saw}")
+    with print_lock:
+        print(f"{'ok' if ok else 'FAIL'}: {name}: {saw}", flush=True)
     if not ok:
         failures.append(name)
+
+
+def run_case(case, src):
+    """A case that raises (the target closed on it early) fails, not just its thread."""
+    try:
+        case(src)
+    except Exception as e:  # noqa: BLE001 - any error is the case's failure
+        check(case.__name__.replace("_", "-"), False, f"{type(e).__name__}: {e}")
 
 
 def drop_after_reply(src):
@@ -221,9 +238,32 @@ def stalled_auth(src):
     check("stalled-auth", took is not None, f"closed after {took:.1f} s" if took is not None else "still open")
 
 
-cases = [drop_after_reply, renegotiate, short_receive, reauthenticate, idle_setup, stalled_auth]
+def slow_step(src):
+    p = Peer(src)
+    p.setup(kato_ms=SLOW_KATO_S * 1000)
+    p.command(auth_send(1, negotiate(1)))
+    _, _, challenge = p.command(auth_receive(2))
+    time.sleep(DEADLINE_S + 2)  # a host computing its DH values slowly
+    status, _, _ = p.command(auth_send(3, reply(1, right_response(challenge, 1)))) if challenge else (None, 0, b"")
+    _, _, success = p.command(auth_receive(4))
+    ok = status == 0 and success is not None and len(success) > 1 and success[1] == 0x03
+    p.command(auth_send(5, negotiate(2)))
+    p.command(auth_receive(6))
+    took = closed_within(p, SLOW_KATO_S + 3)
+    p.close()
+    check("slow-step", ok and took is not None,
+          ("authenticated after a 12 s step" if ok else f"not authenticated after a 12 s step ({success[:8] if success else None})")
+          + "; stalled mid-transaction: " + (f"closed after {took:.1f} s" if took is not None else "still open"))
+
+
+cases = [drop_after_reply, renegotiate, short_receive, reauthenticate, idle_setup, stalled_auth, slow_step]
 if len(SOURCES) < len(cases):
     sys.exit(f"{len(cases)} source addresses needed, {len(SOURCES)} given")
-for case, src in zip(cases, SOURCES):
-    case(src)
+# Each case has an address of its own, so they run side by side: the
+# deadlines they wait on add up otherwise.
+threads = [threading.Thread(target=run_case, args=(case, src)) for case, src in zip(cases, SOURCES)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
 sys.exit(1 if failures else 0)

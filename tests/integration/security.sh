@@ -93,11 +93,11 @@ run_fio after-long --traddr=10.1.1.1 --subnqn="$long_sub" --transport=tcp --tls=
 [[ -n $target_pid ]] && stop_target
 
 # 3. DH-HMAC-CHAP without the key, each case from an address of its own.
-for i in $(seq 11 16); do in_host ip addr add "10.1.1.$i/24" dev h1; done
+for i in $(seq 11 17); do in_host ip addr add "10.1.1.$i/24" dev h1; done
 start_target --listen 10.1.1.1 --transport tcp --subnqn "$NQN" --ns ram:64m --dhchap-key "$host=@$keys/dhchap" \
   --dhchap-dhgroup null --log-level info
 in_host python3 "$root/tests/integration/hostile_auth.py" 10.1.1.1 4420 "$NQN" "$host" "$keys/dhchap" \
-  $(seq -f '10.1.1.%g' 11 16) || fail "hostile authentication peers"
+  $(seq -f '10.1.1.%g' 11 17) || fail "hostile authentication peers"
 kill -0 "$target_pid" 2>/dev/null || fail "the target died"
 # A key on the command line names the host that gets in: another host,
 # without a key, may not read or write (no --allow-host was given).

@@ -58,12 +58,12 @@ def h2c(cid, ttag, off, data, last=True, dg=False, corrupt_ddgst=False):
     return h + (struct.pack("<I", crc32c(h)) if dg else b"") + data + ddgst
 
 
-def connect(subnqn, qid=0, cntlid=0xFFFF, host=TEST_HOST, sqsize=31, cattr=0, **kw):
+def connect(subnqn, qid=0, cntlid=0xFFFF, host=TEST_HOST, sqsize=31, cattr=0, kato=0, **kw):
     data = bytearray(1024)
     struct.pack_into("<H", data, 16, cntlid)
     data[256:256 + len(subnqn)] = subnqn
     data[512:512 + len(host)] = host
-    return capsule(sqe(0x7F, 0x10, fctype=1, tail=struct.pack("<HHHBxI", 0, qid, sqsize, cattr, 0)), bytes(data), **kw)
+    return capsule(sqe(0x7F, 0x10, fctype=1, tail=struct.pack("<HHHBxI", 0, qid, sqsize, cattr, kato)), bytes(data), **kw)
 
 
 def _hdr(ptype, flags, hlen, body, data=b"", dg=False):
