@@ -13,26 +13,35 @@
 # table test / each target / blktests' reason (blktests.md) and the
 # guest's console into OUT.
 #   blktests.sh BUILD_DIR [--tests 010,041] [--targets nvmet,nvmet-remote,mpnvme-target]
-#               [--img-size 350m] [--out DIR] [--require 010,041]
+#               [--img-size 350m] [--out DIR] [--require 010,041] [--from-console FILE,...]
+# --from-console runs nothing: it writes the table from consoles kept by
+# earlier runs (--out), each test at its result in the last of them that
+# ran it (a rerun after a fix replaces the first run's row). The checks
+# that read the target's log (sanitizers, 057's ANA, 042-045's keys) are
+# the runs' own then.
 # MPNVME_BLKTESTS names a blktests checkout (not in Debian; none is
 # fetched). Exit 0 when every test that passes against nvmet passes against
 # mpnvme-target or has its cause listed below, and every --require test
 # passed against every target; 1 otherwise; 77 without MPNVME_BLKTESTS.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-(($# >= 1)) || { echo "usage: blktests.sh BUILD_DIR [--tests LIST] [--targets LIST] [--img-size SIZE] [--out DIR] [--require LIST]" >&2; exit 2; }
+usage="usage: blktests.sh BUILD_DIR [--tests LIST] [--targets LIST] [--img-size SIZE] [--out DIR] [--require LIST] [--from-console FILE,...]"
+(($# >= 1)) || { echo "$usage" >&2; exit 2; }
 build=$1
 shift
 # Every test of the group that blktests lets run over TCP (the survey in
 # docs/testing.md: loop-only, PCI and device tests are not).
 tcp_tests=003,004,005,006,008,010,012,014,018,019,021,022,023,025,026,027,028,029,030,031,033,034,035,036,037,038
 tcp_tests+=,040,041,042,043,044,045,047,048,051,054,056,057,058,060,061,062,063,065,068,069
-tests=$tcp_tests targets=nvmet,nvmet-remote,mpnvme-target img=350m out="" require=""
+tests=$tcp_tests targets=nvmet,nvmet-remote,mpnvme-target img=350m out="" require="" consoles=""
 while (($#)); do
   case $1 in
-    --tests | --targets | --img-size | --out | --require)
+    --tests | --targets | --img-size | --out | --require | --from-console)
       (($# >= 2)) || { echo "blktests.sh: $1 needs a value" >&2; exit 2; }
-      case $1 in --tests) tests=$2 ;; --targets) targets=$2 ;; --img-size) img=$2 ;; --out) out=$2 ;; --require) require=$2 ;; esac
+      case $1 in
+        --tests) tests=$2 ;; --targets) targets=$2 ;; --img-size) img=$2 ;; --out) out=$2 ;; --require) require=$2 ;;
+        --from-console) consoles=$2 ;;
+      esac
       shift 2 ;;
     *) echo "blktests.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
@@ -41,12 +50,16 @@ done
 [[ $targets =~ ^(nvmet|nvmet-remote|mpnvme-target)(,(nvmet|nvmet-remote|mpnvme-target))*$ ]] ||
   { echo "blktests.sh: --targets $targets: expected a list of nvmet, nvmet-remote, mpnvme-target" >&2; exit 2; }
 [[ $img =~ ^[0-9]+[kmg]$ ]] || { echo "blktests.sh: --img-size $img: expected a size like 350m" >&2; exit 2; }
+for f in ${consoles//,/ }; do
+  [[ -r $f ]] || { echo "blktests.sh: --from-console $f: no such readable file" >&2; exit 2; }
+done
+[[ -z $consoles || -n $out ]] || { echo "blktests.sh: --from-console needs --out DIR for the table" >&2; exit 2; }
 blktests=${MPNVME_BLKTESTS:-}
-if [[ -z $blktests ]]; then
+if [[ -z $blktests && -z $consoles ]]; then
   echo "blktests.sh: not run: set MPNVME_BLKTESTS to a blktests checkout (blktests is not packaged in Debian)"
   exit 77
 fi
-[[ -x $blktests/check && -d $blktests/tests/nvme ]] || { echo "blktests.sh: MPNVME_BLKTESTS=$blktests: no blktests checkout there" >&2; exit 2; }
+[[ -n $consoles || -x $blktests/check && -d $blktests/tests/nvme ]] || { echo "blktests.sh: MPNVME_BLKTESTS=$blktests: no blktests checkout there" >&2; exit 2; }
 
 # Why a test that passes against nvmet cannot pass against a remote
 # target, and what it would take.
@@ -65,47 +78,53 @@ declare -A cause=(
 # What a result against a remote target does not show by itself.
 declare -A note=()
 
-export MPNVME_LAB_KERNEL=${MPNVME_LAB_KERNEL:-latest}
-source "$here/guest-common.sh"
-if [[ -n $out ]]; then
-  mkdir -p "$out" || exit 2
-  export MPNVME_KEEP_CONSOLE=$out/console.log
-fi
-# On failure: each test's result line, the runs' frames, and errors.
-kernel_host_test blktests '^nvme/[0-9]+ .*\]$|BLKTESTS|LAB-|rror|cannot|not found'
-out=${out:-$state}
-
-mkdir -p "$state/pack"
-cp -a "$blktests" "$state/pack/blktests" && rm -rf "$state/pack/blktests/.git" "$state/pack/blktests/results"
-for patch in "$here"/blktests-patches/*.patch; do
-  [[ ${patch##*/} == 0000-* ]] && continue # the cover letter
-  (cd "$state/pack/blktests" && git apply -p1 "$patch") ||
-    fail "blktests patch ${patch##*/} does not apply to $blktests"
-done
-tar -C "$state/pack" -czf "$state/blktests.tar.gz" blktests || fail "cannot pack blktests"
-control="$here/../../toolkit/blktests/mpnvme-blktests-control"
-[[ -x $build/toolkit/blktests/mpnvme-blktests-control ]] && control=$build/toolkit/blktests/mpnvme-blktests-control
-cp "$control" "$state/mpnvme-blktests-control"
-
-# Four ports: nvme/057 fails over between four.
-ports=() listen=""
-for _ in 1 2 3 4; do ports+=("$(free_port)"); listen+=${listen:+,}127.0.0.1:${ports[-1]}; done
-port=${ports[0]} ctl_port=7100
-start_machine_target "$state/target.log" --transport tcp --listen "$listen" --control "$state/control" \
-  --subnqn nqn.2026-12.io.mpnvme:blktests-idle --ns ram:1m --log-level info
-# nvme/033-037 pass a PCIe NVMe controller through nvmet: blktests runs
-# them on a test device (TEST_DEVS), which qemu's emulated controller is.
-truncate -s 1G "$state/nvme.img" && export MPNVME_LAB_NVME=$state/nvme.img
-# Two vCPUs: nvme/048 asks for more than one. Debian's newest kernel:
-# blktests follows the kernel's newest NVMe features.
-export MPNVME_LAB_SMP=${MPNVME_LAB_SMP:-2}
 guest_tests=$(echo "$tests" | tr -d ' ')
-minutes=$((3 + $(tr ',' '\n' <<<"$guest_tests" | wc -l) * $(tr ',' '\n' <<<"$targets" | wc -l) * 3))
-MPNVME_LAB_GUESTFWD="$ctl_port=$build/mpnvme-target/mpnvme-target ctl $state/control -" \
-  debian_guest_start "$here/blktests-run.sh" "port=$port ctl=$ctl_port targets=$targets tests=$guest_tests img=$img" \
-  "$state/blktests.tar.gz" "$state/mpnvme-blktests-control"
-echo "blktests $(cd "$blktests" && git describe --always 2>/dev/null || echo '(not a git checkout)') in the guest; up to $minutes min"
-wait_for 'LAB-JOB-DONE' $((minutes * 60))
+
+# run_guest: blktests in the guest against mpnvme-target on this machine;
+# the console in `log`.
+run_guest() {
+  export MPNVME_LAB_KERNEL=${MPNVME_LAB_KERNEL:-latest}
+  source "$here/guest-common.sh"
+  if [[ -n $out ]]; then
+    mkdir -p "$out" || exit 2
+    export MPNVME_KEEP_CONSOLE=$out/console.log
+  fi
+  # On failure: each test's result line, the runs' frames, and errors.
+  kernel_host_test blktests '^nvme/[0-9]+ .*\]$|BLKTESTS|LAB-|rror|cannot|not found'
+  out=${out:-$state}
+
+  mkdir -p "$state/pack"
+  cp -a "$blktests" "$state/pack/blktests" && rm -rf "$state/pack/blktests/.git" "$state/pack/blktests/results"
+  for patch in "$here"/blktests-patches/*.patch; do
+    [[ ${patch##*/} == 0000-* ]] && continue # the cover letter
+    (cd "$state/pack/blktests" && git apply -p1 "$patch") ||
+      fail "blktests patch ${patch##*/} does not apply to $blktests"
+  done
+  tar -C "$state/pack" -czf "$state/blktests.tar.gz" blktests || fail "cannot pack blktests"
+  control="$here/../../toolkit/blktests/mpnvme-blktests-control"
+  [[ -x $build/toolkit/blktests/mpnvme-blktests-control ]] && control=$build/toolkit/blktests/mpnvme-blktests-control
+  cp "$control" "$state/mpnvme-blktests-control"
+
+  # Four ports: nvme/057 fails over between four.
+  ports=() listen=""
+  for _ in 1 2 3 4; do ports+=("$(free_port)"); listen+=${listen:+,}127.0.0.1:${ports[-1]}; done
+  port=${ports[0]} ctl_port=7100
+  start_machine_target "$state/target.log" --transport tcp --listen "$listen" --control "$state/control" \
+    --subnqn nqn.2026-12.io.mpnvme:blktests-idle --ns ram:1m --log-level info
+  # nvme/033-037 pass a PCIe NVMe controller through nvmet: blktests runs
+  # them on a test device (TEST_DEVS), which qemu's emulated controller is.
+  truncate -s 1G "$state/nvme.img" && export MPNVME_LAB_NVME=$state/nvme.img
+  # Two vCPUs: nvme/048 asks for more than one. Debian's newest kernel:
+  # blktests follows the kernel's newest NVMe features.
+  export MPNVME_LAB_SMP=${MPNVME_LAB_SMP:-2}
+  minutes=$((3 + $(tr ',' '\n' <<<"$guest_tests" | wc -l) * $(tr ',' '\n' <<<"$targets" | wc -l) * 3))
+  MPNVME_LAB_GUESTFWD="$ctl_port=$build/mpnvme-target/mpnvme-target ctl $state/control -" \
+    debian_guest_start "$here/blktests-run.sh" "port=$port ctl=$ctl_port targets=$targets tests=$guest_tests img=$img" \
+    "$state/blktests.tar.gz" "$state/mpnvme-blktests-control"
+  echo "blktests $(cd "$blktests" && git describe --always 2>/dev/null || echo '(not a git checkout)') in the guest; up to $minutes min"
+  wait_for 'LAB-JOB-DONE' $((minutes * 60))
+  log=$(console)
+}
 
 # result TARGET TEST: "passed", "failed" or "not run" (blktests' words), a
 # tab, and the reason lines after it, from the console in `log`.
@@ -114,7 +133,7 @@ result() {
     $0 == run { inside = 1; next }
     /^BLKTESTS-END / { inside = 0 }
     !inside { next }
-    index($0, test " ") == 1 { match($0, /\[[a-z ]+\]$/); status = substr($0, RSTART + 1, RLENGTH - 2); why = ""; grab = 1; next }
+    index($0, test " ") == 1 { match($0, /\[[a-z ]+\]$/); status = substr($0, RSTART + 1, RLENGTH - 2); why = ""; n = 0; grab = 1; next }
     grab && /^nvme\/[0-9]/ { grab = 0 }
     # A skip reason, or the lines of the diff that differ (+ got, - expected).
     grab && /^    / {
@@ -124,7 +143,13 @@ result() {
     }
     END { print (status ? status : "absent") "\t" why }' <<<"$log"
 }
-log=$(console)
+if [[ -n $consoles ]]; then
+  fail() { echo "FAIL: $*"; exit 1; }
+  mkdir -p "$out" || exit 2
+  log=$(for f in ${consoles//,/ }; do tr -d '\r' <"$f"; done)
+else
+  run_guest
+fi
 {
   echo "| test | ${targets//,/ | } | reason |"
   echo "|---|$(sed 's/[^,]*/---/g; s/,/|/g' <<<"$targets")|---|"
@@ -135,7 +160,11 @@ for t in ${guest_tests//,/ }; do
   for target in ${targets//,/ }; do
     IFS=$'\t' read -r res[$target] why[$target] <<<"$(result "$target" "$t")"
   done
-  reason=${why[mpnvme-target]:-${why[nvmet-remote]:-${why[nvmet]:-}}}
+  # mpnvme-target's reason, else the first other target's, named.
+  reason=${why[mpnvme-target]:-}
+  for target in nvmet-remote nvmet; do
+    [[ -z $reason && -n ${why[$target]:-} ]] && reason="$target: ${why[$target]}"
+  done
   [[ ${res[mpnvme-target]:-} == passed && -n ${note[$t]:-} ]] && reason=${note[$t]}
   for target in ${targets//,/ }; do
     [[ ${res[$target]} == absent ]] && { rc=1; reason="blktests did not report it against $target; ${reason}"; }
@@ -151,6 +180,10 @@ for t in ${guest_tests//,/ }; do
   echo "$row ${reason//|//} |" >>"$out/blktests.md"
 done
 cat "$out/blktests.md"
+if [[ -n $consoles ]]; then
+  ((rc == 0)) || fail "a test that passes against nvmet did not pass against mpnvme-target, or a required test did not pass"
+  exit 0
+fi
 grep -qE 'ERROR: (Address|Undefined|Leak)Sanitizer|runtime error:' "$state/target.log" && fail "sanitizer report in the target"
 # A pass in remote mode counts only when the target saw what the test
 # changes: ANA states for 057, DH-HMAC-CHAP attributes for 042-045.
