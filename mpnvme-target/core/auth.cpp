@@ -8,8 +8,9 @@
 // is logged once (host, queue, step, reason), counted against the address
 // at once (Registry::auth_failed: it waits before it may connect again),
 // and the queue is closed; so is one whose host does not send its first
-// message within kAuthDeadline or a later one within auth_step_window(),
-// and one its host leaves before it authenticated.
+// message within kAuthDeadline, a later one within auth_step_window(), or
+// finish within kAuthCeiling, and one its host leaves before it
+// authenticated.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -33,12 +34,13 @@ uint32_t SubmissionQueue::begin_authentication(std::optional<dhchap::ControllerA
 // keys, with kAuthDeadline for its first message.
 void SubmissionQueue::start_transaction(dhchap::ControllerAuthConfig wants) {
   auth_ = std::make_unique<dhchap::ControllerTransaction>(wants, ctrl_->hostnqn, ctrl_->subsys.cfg.nqn, &ctrl_->dh_keys);
+  auth_started_ = std::chrono::steady_clock::now();
   arm_auth_deadline(kAuthDeadline);
   auth_failure_counted_ = false;
 }
 
 void SubmissionQueue::arm_auth_deadline(std::chrono::seconds window) {
-  auth_deadline_ = std::chrono::steady_clock::now() + window;
+  auth_deadline_ = std::min(std::chrono::steady_clock::now() + window, auth_started_ + kAuthCeiling);
   auth_window_ = window;
 }
 
@@ -47,8 +49,8 @@ void SubmissionQueue::arm_auth_deadline(std::chrono::seconds window) {
 // kAuthDeadline but less than its KATO authenticates there: it does here.
 std::chrono::seconds SubmissionQueue::auth_step_window() const {
   const auto kato =
-      ctrl_->kato_ms ? std::chrono::ceil<std::chrono::seconds>(std::chrono::milliseconds(ctrl_->kato_ms)) : kAuthStepCeiling;
-  return std::clamp<std::chrono::seconds>(kato, kAuthDeadline, kAuthStepCeiling);
+      ctrl_->kato_ms ? std::chrono::ceil<std::chrono::seconds>(std::chrono::milliseconds(ctrl_->kato_ms)) : kAuthCeiling;
+  return std::clamp<std::chrono::seconds>(kato, kAuthDeadline, kAuthCeiling);
 }
 
 bool SubmissionQueue::auth_fields_valid(Request &r) {
@@ -127,8 +129,9 @@ void SubmissionQueue::auth_finished() {
 // queue open half-authenticated (nvmet expires stalled transactions too).
 bool SubmissionQueue::auth_expire(std::chrono::steady_clock::time_point now) {
   if (!auth_ || now < auth_deadline_) return false;
-  log().warn("{} qid {}: host {} sent no DH-HMAC-CHAP message for {} s: authentication not finished", label_, qid_,
-             printable(ctrl_->hostnqn), auth_window_.count());
+  log().warn("{} qid {}: host {} did not finish DH-HMAC-CHAP authentication in time ({} s for its next message, {} s for "
+             "the transaction)",
+             label_, qid_, printable(ctrl_->hostnqn), auth_window_.count(), kAuthCeiling.count());
   count_auth_failure();
   transport_.end("authentication not finished in time");
   return true;

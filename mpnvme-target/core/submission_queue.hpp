@@ -38,10 +38,11 @@ constexpr std::chrono::seconds kSetupDeadline{10};
 constexpr std::chrono::seconds kAuthDeadline{10};
 // Each later step of a transaction has the controller's KATO, as nvmet
 // gives it (120 s for a host that asked for none), but never less than
-// kAuthDeadline and never more than kAuthStepCeiling: a host computing
-// ffdhe8192 on a slow CPU needs the one, a peer with a KATO of days may not
+// kAuthDeadline; and no step nor the whole transaction takes longer than
+// kAuthCeiling: a host computing ffdhe8192 on a slow CPU needs the one, a
+// peer with a KATO of days, stepping slowly through renegotiations, may not
 // hold a queue half-authenticated for as long.
-constexpr std::chrono::seconds kAuthStepCeiling{120};
+constexpr std::chrono::seconds kAuthCeiling{120};
 // Command buffers of an admin queue above this are given back after the
 // command: a discovery or admin queue cannot keep queue entries x MDTS.
 constexpr uint32_t kAdminBufferKept = 64 * 1024;
@@ -164,7 +165,8 @@ private:
   bool auth_pending_ = false;
   bool auth_failure_counted_ = false;
   std::chrono::steady_clock::time_point auth_deadline_{};
-  std::chrono::seconds auth_window_{}; // the one auth_deadline_ was armed with, for the log
+  std::chrono::steady_clock::time_point auth_started_{};
+  std::chrono::seconds auth_window_{}; // the step window auth_deadline_ was armed with, for the log
   std::chrono::steady_clock::time_point setup_deadline_;
 };
 
