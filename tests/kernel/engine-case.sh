@@ -8,15 +8,15 @@
 # EXPECT: ok      fio exits 0 and no job reports an error; with verify=, the
 #                 verify reads really happened
 #         fail:RE fio exits non-zero and its output matches the regex RE
-#         sigint  fio gets SIGINT after 4 s, must stop within 20 s and still
-#                 report the I/O it did
+#         sigint  fio gets SIGINT once its connections carried 1 MiB, must stop within
+#                 20 s and still report the I/O it did
 # The engine path comes from MPNVME_ENGINE; MPNVME_PRELOAD is preloaded
 # (the sanitizer runtime when the engine is built with ASan).
 set -uo pipefail
 state=$1 expect=$2 name=$3
 shift 3
 port=$(cat "$state/port") || { echo "lab not running ($state)"; exit 1; }
-cd "$state" # files fio writes (verify state) stay out of the checkout
+cd "$state" || exit 1 # files fio writes (verify state) stay out of the checkout
 out="$state/$name.json" log="$state/$name.log"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
 export MPNVME_PORT=$port MPNVME_SUBNQN=nqn.2026-11.io.mpnvme:kernel-lab
@@ -34,7 +34,13 @@ sed -E 's/(dhchap_(ctrl_)?secret=)[^ ]+/\1(not shown)/g' <<<"fio ${args[*]}"
 if [[ $expect == sigint ]]; then
   LD_PRELOAD=${MPNVME_PRELOAD:-} fio "${args[@]}" 2>"$log" &
   pid=$!
-  sleep 4
+  # SIGINT mid-I/O: once fio's connections to the target carried 1 MiB.
+  for _ in $(seq 300); do
+    ss -tinH state established "( dport = :$port )" | grep -oE 'bytes_(acked|received):[0-9]+' |
+      awk -F: '{ s += $2 } END { exit !(s > 1048576) }' && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.2
+  done
   kill -INT "$pid"
   for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   if kill -0 "$pid" 2>/dev/null; then

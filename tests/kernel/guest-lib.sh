@@ -104,8 +104,27 @@ host_connect() {
 }
 # The namespace block device of the connected subsystem, e.g. nvme0n1.
 host_device() { ls /sys/class/nvme-subsystem/*/ 2>/dev/null | grep -m1 '^nvme[0-9]*n1$'; }
-# Disconnect every controller.
+# wait_until SECONDS WHAT CMD...: run CMD every 0.2 s until it succeeds;
+# after SECONDS say "WHAT timed-out after SECONDS s" and return 1. The
+# steps wait on what they need, never for a fixed time.
+wait_until() {
+  local limit=$(($1 * 5)) what=$2 i=0
+  shift 2
+  until "$@" 2>/dev/null; do
+    i=$((i + 1))
+    [ $i -ge $limit ] && { say "$what timed-out after $((limit / 5)) s"; return 1; }
+    sleep 0.2
+  done
+}
+# The namespace's block device is there and reads.
+host_device_ready() {
+  local d
+  d=$(host_device) && [ -b "/dev/$d" ] && dd if="/dev/$d" of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null
+}
+# No controller left.
+host_none() { ! ls -d /sys/class/nvme/nvme* >/dev/null 2>&1; }
+# Disconnect every controller, and wait until they are gone.
 host_drop() {
   for c in /sys/class/nvme/nvme*; do echo 1 >$c/delete_controller; done 2>/dev/null
-  sleep 1
+  wait_until 30 drop host_none
 }

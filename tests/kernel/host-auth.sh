@@ -26,6 +26,7 @@ MPNVME_LAB_FILES="$here/auth-keys.sh" MPNVME_LAB_APPEND="mp.port=$port mp.nqn=$n
   "$here/host-auth.setup.sh" || fail "guest did not boot"
 wait_for 'HOSTTEST done' 240
 console | grep -a HOSTTEST
+seen 'HOSTTEST .* timed-out' && fail "a step of the kernel host did not happen in time: $(console | grep -a 'timed-out')"
 
 seen 'HOSTTEST uni connected' || fail "the kernel host could not connect with its key"
 expected=$(yes mpnvme-auth | head -c 8388608 | md5sum | cut -d' ' -f1)

@@ -59,11 +59,23 @@ scenario() {
       case $(basename $c) in nvme*n[0-9]*) ;; *) echo $c ;; esac
     done
   }
+  # Two controllers live, and the namespace's device reads.
+  both_live() {
+    sub=$(ls /sys/class/nvme-subsystem | head -1)
+    [ -n "$sub" ] && [ "$(cat $(ctrls | sed 's|$|/state|') 2>/dev/null | grep -c '^live$')" = 2 ] && host_device_ready
+  }
+  # port_inaccessible PORT: the host sees ANA state inaccessible through PORT.
+  port_inaccessible() {
+    for c in $(ctrls); do
+      case $(cat $c/address) in *trsvcid=$1*) grep -q inaccessible /sys/class/nvme/$(basename $c)/nvme*c*n1/ana_state && return 0 ;; esac
+    done
+    return 1
+  }
   for p in $P1 $P2; do
     echo "nqn=$NQN,transport=tcp,traddr=10.0.2.2,trsvcid=$p,hostnqn=nqn.2014-08.org.nvmexpress:uuid:$uuid,hostid=$uuid,reconnect_delay=1,ctrl_loss_tmo=60" \
       > /dev/nvme-fabrics || { say "connect-failed port $p"; return; }
   done
-  sleep 2
+  wait_until 60 connected both_live || return
   sub=$(ls /sys/class/nvme-subsystem | head -1)
   n=$(ctrls | wc -l)
   echo round-robin > /sys/class/nvme-subsystem/$sub/iopolicy
@@ -72,26 +84,32 @@ scenario() {
   dev=/dev/$(ls /sys/class/nvme-subsystem/$sub | grep -m1 '^nvme[0-9]*n1$')
   yes mpnvme0 | head -c 16777216 | dd of=$dev bs=1M oflag=direct 2>/dev/null || say "write-failed"
   say "md5 $(dd if=$dev bs=1M count=16 iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1)"
+  # The machine cuts path 1 when it reads "readloop start" and restores it
+  # when it reads "path-lost": reads go on until a controller has left
+  # "live" and both are live again (at most 120 s).
   say "readloop start"
-  errors=0
-  i=0
-  while [ $i -lt 12 ]; do
+  errors=0 i=0 lost="" start=$(now)
+  while [ $i -lt 3 ] || [ -z "$lost" ] || ! both_live; do
+    awk -v n=$(now) -v s=$start 'BEGIN { exit !(n - s > 120) }' && { say "readloop timed-out lost=${lost:-no}"; break; }
     i=$((i + 1))
     sum=$(dd if=$dev bs=1M count=16 iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1) || errors=$((errors + 1))
     say "read $i md5 $sum"
-    sleep 1
+    if [ -z "$lost" ] && ! both_live; then
+      lost=$(now)
+      say "path-lost $(for c in $(ctrls); do echo "$(basename $c)=$(cat $c/state)"; done | tr '\n' ' ')"
+    fi
   done
   say "readloop done errors=$errors"
   for c in $(ctrls); do say "after path $(basename $c) state=$(cat $c/state)"; done
   # The machine makes port 2 inaccessible now; the AEN makes the host re-read
   # the ANA log, and I/O must keep working on the optimized path.
   say "ana-check start"
-  sleep 5
+  wait_until 60 "ana-check" port_inaccessible $P2
   for c in $(ctrls); do say "ana $(cat $c/address | cut -d, -f2) $(cat /sys/class/nvme/$(basename $c)/nvme*c*n1/ana_state)"; done
   say "ana-read md5 $(dd if=$dev bs=1M count=16 iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1)"
   blackhole
   for c in $(ctrls); do echo 1 > /sys/class/nvme/$(basename $c)/delete_controller; done
-  sleep 1
+  wait_until 30 disconnect host_none
   if ls /sys/class/nvme-subsystem/ | grep -q nvme-subsys; then say "disconnect-incomplete"; else say "disconnected"; fi
 }
 scenario &

@@ -43,27 +43,31 @@ got=$(grep -a 'HOSTTEST md5' <(console) | awk '{print $3}')
 [[ $got == "$expected" ]] || fail "read-back md5 $got, written $expected"
 echo "ok: 16 MiB written and read back by the kernel host, md5 $got"
 
+# Path 1 is cut while the guest reads, and restored once the guest saw
+# its controller leave "live"; the guest reads on until both are live.
 wait_for 'HOSTTEST readloop start' 60
-sleep 2
 echo "cutting path 1: $(control 'port 1 down')"
-sleep 5
+wait_for 'HOSTTEST (path-lost|readloop timed-out)' 120
+console | grep -a 'HOSTTEST path-lost'
 echo "$(control 'stats')"
 echo "restoring path 1: $(control 'port 1 up')"
-wait_for 'HOSTTEST readloop done' 180
+wait_for 'HOSTTEST readloop (done|timed-out)' 180
 grep -a 'HOSTTEST read ' <(console) | awk '{print $3, $5}' | tr '\n' ' '; echo
 bad=$(grep -a 'HOSTTEST read ' <(console) | awk -v e="$expected" '$5 != e' | wc -l)
 reads=$(grep -ac 'HOSTTEST read ' <(console))
+seen 'HOSTTEST readloop timed-out' && fail "the kernel host did not lose path 1, or did not get it back: $(console | grep -a 'HOSTTEST readloop')"
 grep -aq 'HOSTTEST readloop done errors=0' <(console) || fail "reads failed during the path cut"
-((bad == 0 && reads == 12)) || fail "$bad of $reads reads returned wrong data during the path cut"
+((bad == 0 && reads >= 3)) || fail "$bad of $reads reads returned wrong data during the path cut"
 grep -q 'port 1 disabled' "$state/target.log" || fail "the cut did not happen"
 grep -q 'connection .* closed (port disabled)' "$state/target.log" || fail "no connection was cut"
-echo "ok: 12 reads verified while path 1 was cut and restored"
+echo "ok: $reads reads verified while path 1 was cut and restored"
 grep -a 'HOSTTEST after' <(console)
 
 wait_for 'HOSTTEST ana-check start' 60
 echo "port 2 ANA group 1 -> inaccessible: $(control 'ana 2 1 inaccessible')"
-wait_for 'HOSTTEST ana-read' 60
+wait_for 'HOSTTEST ana-read' 90
 console | grep -a 'HOSTTEST ana '
+seen 'HOSTTEST ana-check timed-out' && fail "the kernel host did not see port 2 become inaccessible within 60 s"
 seen "HOSTTEST ana trsvcid=$p2 inaccessible" || fail "the kernel host did not see port 2 become inaccessible"
 seen "HOSTTEST ana trsvcid=$p1 optimized" || fail "port 1 should stay optimized"
 [[ $(console | grep -a 'HOSTTEST ana-read' | awk '{print $4}') == "$expected" ]] || fail "read after the ANA change returned wrong data"
@@ -83,7 +87,7 @@ echo "ok: path 1 blackholed for 8 s: ${BASH_REMATCH[1]} reads verified, the long
 
 wait_for 'HOSTTEST (disconnected|disconnect-incomplete)' 60
 grep -aq 'HOSTTEST disconnected' <(console) || fail "controllers left behind after delete_controller"
-sleep 1
+for _ in $(seq 50); do (($(grep -c 'controller .* removed' "$state/target.log") >= 2)) && break; sleep 0.1; done
 removed=$(grep -c 'controller .* removed' "$state/target.log" || true)
 # The kernel host had an association on each of the two ports.
 ((removed >= 2)) || fail "the target removed $removed controller association(s), 2 expected"

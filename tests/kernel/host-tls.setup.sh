@@ -18,13 +18,13 @@ scenario() {
   tls_psk "$rfc_nqn" "$NQN" "$rfc_key" 1 rfc >/dev/null && tls_psk "$compat_nqn" "$NQN" "$compat_key" 1 compat >/dev/null &&
     tls_psk "$wrong_nqn" "$NQN" "$TLS_WRONG_KEY" 1 rfc >/dev/null || say "key insertion failed"
   host_connect rfc "$rfc_nqn" tls
-  sleep 2
+  wait_until 30 "rfc device" host_device_ready
   dev=/dev/$(host_device)
   yes mpnvme-tls | head -c 8388608 | dd of=$dev bs=1M oflag=direct 2>/dev/null || say "rfc write-failed"
   say "rfc md5 $(dd if=$dev bs=1M count=8 iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1)"
   host_drop
   host_connect compat "$compat_nqn" tls
-  sleep 2
+  wait_until 30 "compat device" host_device_ready
   say "compat md5 $(dd if=/dev/$(host_device) bs=1M count=8 iflag=direct 2>/dev/null | md5sum | cut -d' ' -f1)"
   host_drop
   host_connect plain "$rfc_nqn"

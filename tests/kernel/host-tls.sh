@@ -26,6 +26,7 @@ MPNVME_LAB_FILES="$here/tls-keys.sh" MPNVME_LAB_TLS=1 MPNVME_LAB_APPEND="mp.port
   "$here/host-tls.setup.sh" || fail "guest did not boot"
 wait_for 'HOSTTEST done' 240
 console | grep -a HOSTTEST
+seen 'HOSTTEST .* timed-out' && fail "a step of the kernel host did not happen in time: $(console | grep -a 'timed-out')"
 
 seen 'HOSTTEST rfc connected' || fail "the kernel host could not connect over TLS"
 expected=$(yes mpnvme-tls | head -c 8388608 | md5sum | cut -d' ' -f1)

@@ -131,7 +131,7 @@ discovery() {
   local made=$($LAB exec host mpnvme-iopolicy show 2>&1 | grep -c " mptcp traddr=10.1")
   echo "PAIRS $name: discovery entries' trtype ${trtypes%,}; connect-all made $made controllers over MPTCP" >&2
   for c in /sys/class/nvme/nvme*; do echo 1 >"$c/delete_controller"; done 2>/dev/null
-  sleep 1
+  for _ in $(seq 100); do ls -d /sys/class/nvme/nvme* >/dev/null 2>&1 || break; sleep 0.2; done
   echo "${trtypes%,} $made"
 }
 

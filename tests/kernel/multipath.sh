@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Engine multipath against the Linux kernel target (nvmet-tcp, qemu lab)
 # with two ports: a round-robin verify run over both, then the same with
-# port 2 blackholed for 5 s mid-run (an nftables drop on arrival, on this
-# side: the packets vanish after they were sent):
+# port 2 blackholed mid-run until the engine took it down (an nftables
+# drop on arrival, on this side: the packets vanish after they were sent):
 # no I/O error, verify passes, path 2 fails over, reconnects and carries
 # I/O again before the job ends. The subsystem admits one host, with
 # bidirectional DH-HMAC-CHAP: path 2's reconnect authenticates again (nvmet
@@ -72,7 +72,19 @@ ok rr && jq -e '.paths | all(.bytes_written > 0 and .bytes_read > 0)' "$state/rr
 # output hook would be a local send error, which TCP just queues again.
 run blackhole --size=32m --time_based=1 --runtime=24 --io_timeout=2000 --reconnect_delay=1 --connect_timeout=2 &
 fio_pid=$!
-sleep 5
+# until_true SECONDS CMD...: CMD every 0.2 s until it succeeds; 1 after SECONDS.
+until_true() {
+  local i limit=$(($1 * 5))
+  shift
+  for ((i = 0; i < limit; i++)); do "$@" && return 0; sleep 0.2; done
+  return 1
+}
+# Path 2 is up and has carried I/O: 1 MiB over its connections.
+path2_busy() {
+  in_ns ss -tinH state established "( dport = :$p2 )" | grep -oE 'bytes_(acked|received):[0-9]+' |
+    awk -F: '{ s += $2 } END { exit !(s > 1048576) }'
+}
+until_true 60 path2_busy || fail "path 2 carried no I/O before the blackhole"
 timeouts_before=$(in_ns nstat -asz --json | jq '.kernel.TcpExtTCPTimeouts // 0')
 in_ns nft -f - <<NFT || fail "nft blackhole rule"
 table inet mpnvme_blackhole {
@@ -83,7 +95,12 @@ table inet mpnvme_blackhole {
 }
 NFT
 cut=$SECONDS
-sleep 5
+# The blackhole lasts until the senders' TCP timed out and the engine took
+# path 2 down (io_timeout 2 s), at most 20 s.
+timed_out() { (($(in_ns nstat -asz --json | jq '.kernel.TcpExtTCPTimeouts // 0') > timeouts_before)); }
+path2_down() { grep -qE "$p2 qid [0-9]+: path down" "$state/blackhole.log" && timed_out; }
+until_true 20 path2_down || fail "after 20 s of blackhole the engine had not taken path 2 down, or TCP saw no timeout"
+echo "blackhole held for $((SECONDS - cut)) s"
 dropped=$(in_ns nft -j list table inet mpnvme_blackhole | jq '[.nftables[] | select(.rule) | .rule.expr[] | .counter.packets // empty] | add // 0')
 in_ns nft delete table inet mpnvme_blackhole
 timeouts=$(($(in_ns nstat -asz --json | jq '.kernel.TcpExtTCPTimeouts // 0') - timeouts_before))
@@ -99,7 +116,7 @@ table inet mpnvme_count {
 }
 NFT
 wait "$fio_pid" || fail "blackhole run: fio exited $?"
-ok blackhole && echo "ok: port 2 blackholed for 5 s: no I/O error, verify passed"
+ok blackhole && echo "ok: port 2 blackholed until it failed over: no I/O error, verify passed"
 after=$(in_ns nft -j list table inet mpnvme_count | jq '[.nftables[] | select(.rule) | .rule.expr[] | .counter.packets // empty] | add // 0')
 echo "path 2 packets after the blackhole: $after"
 ((after > 200)) && echo "ok: path 2 reconnected and carried I/O again" || fail "path 2 carried $after packets after the blackhole"
