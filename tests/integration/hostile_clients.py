@@ -159,10 +159,12 @@ except (socket.timeout, ConnectionResetError):
     closed = True
 s.close()
 elapsed = time.time() - start
-if closed and 0.8 < elapsed < 5:
+# Not before its KATO; and at all (within the 10 s receive timeout, a hang
+# check, not a bound on how soon).
+if closed and elapsed > 0.8:
     print(f"ok: silent host with KATO 1 s disconnected after {elapsed:.1f} s")
 else:
-    failures.append(f"silent host: closed={closed} after {elapsed:.1f} s (expected about 1 s)")
+    failures.append(f"silent host: closed={closed} after {elapsed:.1f} s (expected after its 1 s KATO)")
 # Connection flood: many sockets at once, some idle, some mid-ICReq.
 flood = []
 for i in range(200):

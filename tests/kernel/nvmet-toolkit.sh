@@ -61,10 +61,22 @@ split() { # POLICY -> "a b": reads per path during that policy's run
     for (k in a) printf "%d ", a[k] }'
 }
 for pol in numa round-robin queue-depth; do echo "iopolicy $pol: reads per path: $(split $pol)"; done
-console | grep -a 'refused: .*queue-depth' || true
 # Both paths must be counted (numbers, not empty output) before a zero
 # means anything.
 counted() { [[ ${1:-} =~ ^[0-9]+$ && ${2:-} =~ ^[0-9]+$ ]]; }
+# queue-depth arrived in Linux 6.11: before, mpnvme-iopolicy must refuse
+# it; from then on the reads go through it (dd reads one at a time, so the
+# policy may keep them on one path: counted, not spread).
+kv=$(console | grep -ao 'MPNVME-LAB-READY kernel [0-9]*\.[0-9]*' | head -1 | awk '{ split($3, v, "."); print v[1] * 100 + v[2] }')
+[[ $kv =~ ^[0-9]+$ ]] || fail "the guest's kernel version is not on its console"
+if ((kv >= 611)); then
+  read -r a b <<<"$(split queue-depth)"
+  counted "$a" "$b" && ((a + b > 1000)) && echo "ok: queue-depth carries the reads ($a/$b per path)" ||
+    fail "queue-depth: reads not counted (${a:-none}/${b:-none})"
+else
+  console | grep -aq 'refused: .*queue-depth policy needs Linux 6.11' && echo "ok: queue-depth refused before Linux 6.11, saying so" ||
+    fail "queue-depth was not refused on Linux $kv"
+fi
 read -r a b <<<"$(split round-robin)"
 counted "$a" "$b" && ((a > 1000 && b > 1000)) && echo "ok: round-robin spreads reads over both paths" ||
   fail "round-robin did not spread (${a:-none}/${b:-none})"
