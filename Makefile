@@ -60,7 +60,7 @@ bench: deps build
 	@./bench/run all $(BENCH_ARGS)
 
 interop: deps build
-	@./tests/kernel/blktests.sh $(BUILD) --out $(INTEROP_OUT) $(INTEROP_ARGS)
+	@./tests/kernel/blktests/run.sh $(BUILD) --out $(INTEROP_OUT) $(INTEROP_ARGS)
 
 install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD) --prefix $(PREFIX) >/dev/null

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-only
 """The matrix in the qemu kernel lab: the cells this kernel cannot run here,
-inside a Debian guest (tests/kernel/lab.sh) that has netem, the nvme-tcp
+inside a Debian guest (qemu-lab/lab.sh) that has netem, the nvme-tcp
 host and native multipath.
 
 - Delay: the selftest's lossy case is 5 ms + 0.5 % loss per path at
@@ -38,7 +38,7 @@ RATE_MBIT = 40
 PATHS = 4
 LOSS_PCT = 0.5
 HERE = pathlib.Path(__file__).resolve().parent
-LABSH = common.ROOT / "tests" / "kernel" / "lab.sh"
+LABSH = common.ROOT / "qemu-lab" / "lab.sh"
 
 
 ALL_POLICIES = ("numa", "round-robin", "queue-depth")

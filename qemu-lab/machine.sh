@@ -1,6 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-only
-# Sourced by the kernel-lab scripts: free ports and the guest's console.
-# `state` is the lab's state directory; `fail` is the sourcing script's.
+# Sourced by the scripts that run the qemu lab from this machine (the
+# kernel tests, the bench's guest experiments, lab.sh itself): free ports,
+# the guest's console, mpnvme-target on this machine, the Debian-root
+# guest. `state` is the lab's state directory; `fail` is the sourcing
+# script's; `qemu_lab` is this directory.
+qemu_lab=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # A loopback TCP port nobody listens on right now.
 free_port() {
@@ -62,7 +66,7 @@ kernel_host_test() {
   }
 }
 kernel_host_cleanup() {
-  "$here/lab.sh" stop "$state"
+  "$qemu_lab/lab.sh" stop "$state"
   [[ -n ${MPNVME_KEEP_CONSOLE:-} ]] && cp "$state/console.log" "$MPNVME_KEEP_CONSOLE"
   [[ -n ${tpid:-} ]] && kill "$tpid" 2>/dev/null && wait "$tpid" 2>/dev/null
   rm -rf "$state"
@@ -76,10 +80,10 @@ kernel_host_cleanup() {
 debian_guest_start() {
   local job=$1 settings=$2 kd image append="" kv
   shift 2
-  kd=$("$here/lab.sh" prepare) || fail "the lab kernel could not be prepared"
-  image=$("$here/debian-root.sh" "$kd") || fail "the guest's Debian root could not be built"
+  kd=$("$qemu_lab/lab.sh" prepare) || fail "the lab kernel could not be prepared"
+  image=$("$qemu_lab/debian-root.sh" "$kd") || fail "the guest's Debian root could not be built"
   for kv in $settings; do append+=" lab.$kv"; done
   MPNVME_LAB_MEM=${MPNVME_LAB_MEM:-1024} MPNVME_LAB_DISK=$image \
-    MPNVME_LAB_FILES="$here/debian-root-init.sh $job $*" MPNVME_LAB_APPEND="${MPNVME_LAB_APPEND:-} lab.job=$(basename "$job")$append" \
-    "$here/lab.sh" start "$state" "$here/debian-root.guest.sh" || fail "the guest did not boot"
+    MPNVME_LAB_FILES="$qemu_lab/debian-root-init.sh $job $*" MPNVME_LAB_APPEND="${MPNVME_LAB_APPEND:-} lab.job=$(basename "$job")$append" \
+    "$qemu_lab/lab.sh" start "$state" "$qemu_lab/debian-root.guest.sh" || fail "the guest did not boot"
 }

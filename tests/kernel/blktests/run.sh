@@ -8,11 +8,11 @@
 # (NVME_TARGET_CONTROL=mpnvme-blktests-control, whose control connection a
 # qemu guestfwd relays to the target's --control socket; four ports, as
 # nvme/057 asks). blktests is patched first with the series in
-# blktests-patches/ (remote-target verbs for key, hash, group, port and
+# patches/ (remote-target verbs for key, hash, group, port and
 # ANA changes; the kernel-version parse of Debian's releases). Writes the
 # table test / each target / blktests' reason (blktests.md) and the
 # guest's console into OUT.
-#   blktests.sh BUILD_DIR [--tests 010,041] [--targets nvmet,nvmet-remote,mpnvme-target]
+#   blktests/run.sh BUILD_DIR [--tests 010,041] [--targets nvmet,nvmet-remote,mpnvme-target]
 #               [--img-size 350m] [--out DIR] [--require 010,041] [--from-console FILE,...]
 # --from-console runs nothing: it writes the table from consoles kept by
 # earlier runs (--out), each test at its result in the last of them that
@@ -25,7 +25,7 @@
 # passed against every target; 1 otherwise; 77 without MPNVME_BLKTESTS.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-usage="usage: blktests.sh BUILD_DIR [--tests LIST] [--targets LIST] [--img-size SIZE] [--out DIR] [--require LIST] [--from-console FILE,...]"
+usage="usage: blktests/run.sh BUILD_DIR [--tests LIST] [--targets LIST] [--img-size SIZE] [--out DIR] [--require LIST] [--from-console FILE,...]"
 (($# >= 1)) || { echo "$usage" >&2; exit 2; }
 build=$1
 shift
@@ -37,29 +37,29 @@ tests=$tcp_tests targets=nvmet,nvmet-remote,mpnvme-target img=350m out="" requir
 while (($#)); do
   case $1 in
     --tests | --targets | --img-size | --out | --require | --from-console)
-      (($# >= 2)) || { echo "blktests.sh: $1 needs a value" >&2; exit 2; }
+      (($# >= 2)) || { echo "blktests/run.sh: $1 needs a value" >&2; exit 2; }
       case $1 in
         --tests) tests=$2 ;; --targets) targets=$2 ;; --img-size) img=$2 ;; --out) out=$2 ;; --require) require=$2 ;;
         --from-console) consoles=$2 ;;
       esac
       shift 2 ;;
-    *) echo "blktests.sh: unknown option '$1'" >&2; exit 2 ;;
+    *) echo "blktests/run.sh: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
-[[ $tests =~ ^[0-9]{3}(,[0-9]{3})*$ ]] || { echo "blktests.sh: --tests $tests: expected NNN,NNN,..." >&2; exit 2; }
+[[ $tests =~ ^[0-9]{3}(,[0-9]{3})*$ ]] || { echo "blktests/run.sh: --tests $tests: expected NNN,NNN,..." >&2; exit 2; }
 [[ $targets =~ ^(nvmet|nvmet-remote|mpnvme-target)(,(nvmet|nvmet-remote|mpnvme-target))*$ ]] ||
-  { echo "blktests.sh: --targets $targets: expected a list of nvmet, nvmet-remote, mpnvme-target" >&2; exit 2; }
-[[ $img =~ ^[0-9]+[kmg]$ ]] || { echo "blktests.sh: --img-size $img: expected a size like 350m" >&2; exit 2; }
+  { echo "blktests/run.sh: --targets $targets: expected a list of nvmet, nvmet-remote, mpnvme-target" >&2; exit 2; }
+[[ $img =~ ^[0-9]+[kmg]$ ]] || { echo "blktests/run.sh: --img-size $img: expected a size like 350m" >&2; exit 2; }
 for f in ${consoles//,/ }; do
-  [[ -r $f ]] || { echo "blktests.sh: --from-console $f: no such readable file" >&2; exit 2; }
+  [[ -r $f ]] || { echo "blktests/run.sh: --from-console $f: no such readable file" >&2; exit 2; }
 done
-[[ -z $consoles || -n $out ]] || { echo "blktests.sh: --from-console needs --out DIR for the table" >&2; exit 2; }
+[[ -z $consoles || -n $out ]] || { echo "blktests/run.sh: --from-console needs --out DIR for the table" >&2; exit 2; }
 blktests=${MPNVME_BLKTESTS:-}
 if [[ -z $blktests && -z $consoles ]]; then
-  echo "blktests.sh: not run: set MPNVME_BLKTESTS to a blktests checkout (blktests is not packaged in Debian)"
+  echo "blktests/run.sh: not run: set MPNVME_BLKTESTS to a blktests checkout (blktests is not packaged in Debian)"
   exit 77
 fi
-[[ -n $consoles || -x $blktests/check && -d $blktests/tests/nvme ]] || { echo "blktests.sh: MPNVME_BLKTESTS=$blktests: no blktests checkout there" >&2; exit 2; }
+[[ -n $consoles || -x $blktests/check && -d $blktests/tests/nvme ]] || { echo "blktests/run.sh: MPNVME_BLKTESTS=$blktests: no blktests checkout there" >&2; exit 2; }
 
 # Why a test that passes against nvmet cannot pass against a remote
 # target, and what it would take.
@@ -84,7 +84,7 @@ guest_tests=$(echo "$tests" | tr -d ' ')
 # the console in `log`.
 run_guest() {
   export MPNVME_LAB_KERNEL=${MPNVME_LAB_KERNEL:-latest}
-  source "$here/guest-common.sh"
+  source "$here/../../../qemu-lab/machine.sh"
   if [[ -n $out ]]; then
     mkdir -p "$out" || exit 2
     export MPNVME_KEEP_CONSOLE=$out/console.log
@@ -95,13 +95,13 @@ run_guest() {
 
   mkdir -p "$state/pack"
   cp -a "$blktests" "$state/pack/blktests" && rm -rf "$state/pack/blktests/.git" "$state/pack/blktests/results"
-  for patch in "$here"/blktests-patches/*.patch; do
+  for patch in "$here"/patches/*.patch; do
     [[ ${patch##*/} == 0000-* ]] && continue # the cover letter
     (cd "$state/pack/blktests" && git apply -p1 "$patch") ||
       fail "blktests patch ${patch##*/} does not apply to $blktests"
   done
   tar -C "$state/pack" -czf "$state/blktests.tar.gz" blktests || fail "cannot pack blktests"
-  control="$here/../../toolkit/blktests/mpnvme-blktests-control"
+  control="$here/../../../toolkit/blktests/mpnvme-blktests-control"
   [[ -x $build/toolkit/blktests/mpnvme-blktests-control ]] && control=$build/toolkit/blktests/mpnvme-blktests-control
   cp "$control" "$state/mpnvme-blktests-control"
 
@@ -119,7 +119,7 @@ run_guest() {
   export MPNVME_LAB_SMP=${MPNVME_LAB_SMP:-2}
   minutes=$((3 + $(tr ',' '\n' <<<"$guest_tests" | wc -l) * $(tr ',' '\n' <<<"$targets" | wc -l) * 3))
   MPNVME_LAB_GUESTFWD="$ctl_port=$build/mpnvme-target/mpnvme-target ctl $state/control -" \
-    debian_guest_start "$here/blktests-run.sh" "port=$port ctl=$ctl_port targets=$targets tests=$guest_tests img=$img" \
+    debian_guest_start "$here/guest.sh" "port=$port ctl=$ctl_port targets=$targets tests=$guest_tests img=$img" \
     "$state/blktests.tar.gz" "$state/mpnvme-blktests-control"
   echo "blktests $(cd "$blktests" && git describe --always 2>/dev/null || echo '(not a git checkout)') in the guest; up to $minutes min"
   wait_for 'LAB-JOB-DONE' $((minutes * 60))

@@ -6,12 +6,12 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1
 state=$(mktemp -d /tmp/mpnvme-nomp.XXXXXX)
-trap '"$here/lab.sh" stop "$state"; rm -rf "$state"' EXIT
-source "$here/guest-common.sh"
+trap '"$qemu_lab/lab.sh" stop "$state"; rm -rf "$state"' EXIT
+source "$here/../../../qemu-lab/machine.sh"
 fail() { echo "FAIL: $*"; console | grep -a '^NOMP'; exit 1; }
 MPNVME_LAB_BINARIES="$build/toolkit/nvmet/mpnvme-nvmet $build/toolkit/iopolicy/mpnvme-iopolicy" \
-MPNVME_LAB_FILES="$here/jobs/nvmet-two-paths.fio" MPNVME_LAB_APPEND="nvme_core.multipath=N" \
-  "$here/lab.sh" start "$state" "$here/iopolicy-nomp.setup.sh" || { echo "FAIL: boot"; exit 1; }
+MPNVME_LAB_FILES="$here/../shared/nvmet-two-paths.fio" MPNVME_LAB_APPEND="nvme_core.multipath=N" \
+  "$qemu_lab/lab.sh" start "$state" "$here/guest.sh" || { echo "FAIL: boot"; exit 1; }
 wait_for 'NOMP done' 120
 console | grep -a '^NOMP'
 seen 'NOMP multipath=N' || fail "multipath was not off"

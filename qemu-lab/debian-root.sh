@@ -15,7 +15,7 @@
 #                               are kept there too)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+root=$(cd "$here/.." && pwd)
 cache="$root/.deps/debian-root"
 die() { echo "debian-root: $*" >&2; exit 1; }
 (($# == 1)) && [[ -d $1/root/lib/modules ]] || die "usage: debian-root.sh KERNEL_DIR (lab.sh prepare prints it)"

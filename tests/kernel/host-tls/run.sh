@@ -12,9 +12,9 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1
 nqn=nqn.2026-12.io.mpnvme:host-tls
-source "$here/guest-common.sh"
+source "$here/../../../qemu-lab/machine.sh"
 kernel_host_test hosttls 'HOSTTEST|tlshd|nvme'
-source "$here/tls-keys.sh"
+source "$here/../shared/tls-keys.sh"
 port=$(free_port)
 read -r rfc_nqn _ rfc_key <<<"$(grep ':tls-sha256 ' <<<"$TLS_HOSTS")"
 read -r compat_nqn _ compat_key <<<"$(grep ':tls-compat ' <<<"$TLS_HOSTS")"
@@ -22,8 +22,8 @@ mkdir -m 700 "$state/keys"
 (umask 077 && echo "$rfc_key" >"$state/keys/rfc" && echo "$compat_key" >"$state/keys/compat")
 start_machine_target "$state/target.log" --transport tcp --listen "127.0.0.1:$port:tls" --subnqn "$nqn" --ns ram:32m \
   --tls-key "$rfc_nqn=@$state/keys/rfc" --tls-key "$compat_nqn=@$state/keys/compat" --log-level info
-MPNVME_LAB_FILES="$here/tls-keys.sh" MPNVME_LAB_TLS=1 MPNVME_LAB_APPEND="mp.port=$port mp.nqn=$nqn" "$here/lab.sh" start "$state" \
-  "$here/host-tls.setup.sh" || fail "guest did not boot"
+MPNVME_LAB_FILES="$here/../shared/tls-keys.sh" MPNVME_LAB_TLS=1 MPNVME_LAB_APPEND="mp.port=$port mp.nqn=$nqn" "$qemu_lab/lab.sh" start "$state" \
+  "$here/guest.sh" || fail "guest did not boot"
 wait_for 'HOSTTEST done' 240
 console | grep -a HOSTTEST
 seen 'HOSTTEST .* timed-out' && fail "a step of the kernel host did not happen in time: $(console | grep -a 'timed-out')"

@@ -10,16 +10,16 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1
 state=$(mktemp -d /tmp/mpnvme-ktls.XXXXXX)
-source "$here/guest-common.sh"
-cleanup() { "$here/lab.sh" stop "$state"; rm -rf "$state"; }
+source "$here/../../../qemu-lab/machine.sh"
+cleanup() { "$qemu_lab/lab.sh" stop "$state"; rm -rf "$state"; }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; echo "--- guest console"; console | grep -a 'KTLS\|tlshd'; exit 1; }
 engine=$build/engine/fio-mpnvme.so
 # An ASan-built engine needs the sanitizer runtime preloaded into fio.
 ldd "$engine" | grep -o '/[^ ]*libasan\.so[^ ]*' >"$state/preload" || : >"$state/preload"
-MPNVME_LAB_FILES="$here/tls-keys.sh $state/preload" MPNVME_LAB_TLS=1 MPNVME_LAB_MEM=1024 \
+MPNVME_LAB_FILES="$here/../shared/tls-keys.sh $state/preload" MPNVME_LAB_TLS=1 MPNVME_LAB_MEM=1024 \
   MPNVME_LAB_BINARIES="$(command -v fio) $engine $build/mpnvme-target/mpnvme-target" \
-  "$here/lab.sh" start "$state" "$here/ktls.setup.sh" || fail "guest did not boot"
+  "$qemu_lab/lab.sh" start "$state" "$here/guest.sh" || fail "guest did not boot"
 wait_for 'KTLS done' 300
 console | grep -a '^KTLS'
 seen 'KTLS nvmet rc 0' && seen 'KTLS nvmet .*transport in effect: TCP, TLS 1.3 TLS_AES_128_GCM_SHA256 \(ktls\)' ||

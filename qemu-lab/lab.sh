@@ -40,7 +40,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+root=$(cd "$here/.." && pwd)
 cache="$root/.deps/kernel"
 series=${MPNVME_LAB_KERNEL:-6.12}
 apt_opts=()
@@ -68,7 +68,7 @@ modules=(configfs nvmet nvmet-tcp nvme-tcp nvme-fabrics brd loop virtio_pci virt
   veth sch_tbf sch_htb nf_tables nft_numgen inet_diag tcp_diag mptcp_diag tls gcm ghash-generic aesni-intel virtio_blk ext4)
 
 die() { echo "lab: $*" >&2; exit 1; }
-source "$here/guest-common.sh"
+source "$here/machine.sh"
 
 # The private apt state for `latest`, updated at most once a day.
 unstable_lists() {
@@ -103,7 +103,7 @@ prepare() {
   # scripts change; the kernel package is fetched once.
   local want; want=$(cat <(echo "${modules[*]}") "$here/guest-init.sh" "$here/guest-lib.sh" | md5sum | cut -d' ' -f1)
   # A kernel the user built: its config, when the directory has one
-  # (build-lab-kernel leaves it there), for the guests' Debian root.
+  # (build-kernel leaves it there), for the guests' Debian root.
   keep_config() { if [[ -z $meta && -f $series/config ]]; then cp "$series/config" "$kd/config"; fi; }
   [[ -f "$kd/ready" && $(cat "$kd/ready") == "$want" ]] && { keep_config; echo "$kd"; return; }
   if [[ ! -f "$kd/extracted" ]]; then

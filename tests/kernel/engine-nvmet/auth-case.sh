@@ -6,13 +6,13 @@
 # the hash and DH group nvmet requires of it); KEY and CTRLKEY: right, wrong
 # or none, the host's and the controller's secret the engine is given,
 # through dhchap_secret_file= (mode 600) or, as inline-right,
-# dhchap_secret=. EXPECT as engine-case.sh. Whatever the outcome, neither
+# dhchap_secret=. EXPECT as case.sh. Whatever the outcome, neither
 # secret may appear in fio's output, its JSON or this test's output.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 state=$1 expect=$2 name=$3 host=$4 key=$5 ctrl=$6
 shift 6
-source "$here/auth-keys.sh"
+source "$here/../shared/auth-keys.sh"
 line=$(grep -m1 ":host-$host " <<<"$AUTH_HOSTS") || { echo "no host $host in auth-keys.sh"; exit 2; }
 read -r hostnqn host_key ctrl_key _ <<<"$line"
 dir=$state/keys-$name
@@ -38,7 +38,7 @@ secret() { # OPTION right|wrong|inline-right|none RIGHT WRONG
 secret dhchap_secret "$key" "$host_key" "$AUTH_WRONG_KEY"
 [[ $ctrl == none || $ctrl_key != - ]] || { echo "host $host has no controller key"; exit 2; }
 secret dhchap_ctrl_secret "$ctrl" "$ctrl_key" "$AUTH_WRONG_CTRL_KEY"
-out=$("$here/engine-case.sh" "$state" "$expect" "$name" "${args[@]}" "$@" 2>&1)
+out=$("$here/case.sh" "$state" "$expect" "$name" "${args[@]}" "$@" 2>&1)
 rc=$?
 for v in "${given[@]}"; do
   b64=${v:10:24} # the key's text; a secret in any form fails the test

@@ -11,7 +11,7 @@ build=$1
 state=$(mktemp -d /tmp/mpnvme-nvmetlab.XXXXXX)
 cd "$state" || exit 1 # what fio writes stays out of the checkout
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
-source "$here/guest-common.sh"
+source "$here/../../../qemu-lab/machine.sh"
 go=$(free_port)
 # The guest waits on this port while the engine runs against its nvmet.
 python3 - "$go" "$state/go-release" <<'PY' &
@@ -24,7 +24,7 @@ c.sendall(open(sys.argv[2]).read().encode()); c.close()
 PY
 gopid=$!
 cleanup() {
-  "$here/lab.sh" stop "$state"
+  "$qemu_lab/lab.sh" stop "$state"
   kill "$gopid" 2>/dev/null
   [[ -n ${MPNVME_KEEP_CONSOLE:-} ]] && cp "$state/console.log" "$MPNVME_KEEP_CONSOLE"
   rm -rf "$state"
@@ -33,9 +33,9 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; console | grep -a '^TK' | tail -40; exit 1; }
 
 MPNVME_LAB_BINARIES="$build/toolkit/nvmet/mpnvme-nvmet $build/toolkit/iopolicy/mpnvme-iopolicy $(command -v setpriv)" \
-MPNVME_LAB_FILES="$here/jobs/nvmet-two-paths.fio $here/jobs/nvmetcli-example.json $here/auth-keys.sh $here/tls-keys.sh" \
+MPNVME_LAB_FILES="$here/../shared/nvmet-two-paths.fio $here/nvmetcli-example.json $here/../shared/auth-keys.sh $here/../shared/tls-keys.sh" \
 MPNVME_LAB_TLS=1 MPNVME_LAB_FWD=4421 MPNVME_LAB_APPEND="mp.go=$go" \
-  "$here/lab.sh" start "$state" "$here/nvmet-toolkit.setup.sh" || fail "guest did not boot"
+  "$qemu_lab/lab.sh" start "$state" "$here/guest.sh" || fail "guest did not boot"
 
 wait_for 'TK (engine-ready|done)' 120
 console | grep -a '^TK' | head -8
@@ -44,7 +44,7 @@ export MPNVME_ENGINE=$build/engine/fio-mpnvme.so MPNVME_TRADDR1=127.0.0.1 MPNVME
 export MPNVME_TRADDR2=127.0.0.1 MPNVME_PORT2=$(cat "$state/port-4421")
 preload=""
 [[ $(nm -D "$MPNVME_ENGINE" | grep -c __asan_init) != 0 ]] && preload=$(gcc -print-file-name=libasan.so)
-LD_PRELOAD=$preload fio --output-format=json --output="$state/engine.json" "$here/jobs/nvmet-two-paths.fio" 2>"$state/engine.log"
+LD_PRELOAD=$preload fio --output-format=json --output="$state/engine.json" "$here/../shared/nvmet-two-paths.fio" 2>"$state/engine.log"
 rc=$?
 cat "$state/engine.log"
 echo "engine rc=$rc" > "$state/go-release"

@@ -10,17 +10,17 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1
 state=$(mktemp -d /tmp/mpnvme-connopts.XXXXXX)
-trap '"$here/lab.sh" stop "$state"; rm -rf "$state"' EXIT
-source "$here/guest-common.sh"
+trap '"$qemu_lab/lab.sh" stop "$state"; rm -rf "$state"' EXIT
+source "$here/../../../qemu-lab/machine.sh"
 fail() { echo "FAIL: $*"; console | grep -a '^CO'; exit 1; }
 MPNVME_LAB_SMP=2 MPNVME_LAB_BINARIES="$build/toolkit/nvmet/mpnvme-nvmet $build/mpnvme-target/mpnvme-target" \
-MPNVME_LAB_FILES="$here/jobs/connect-options.fio" \
-  "$here/lab.sh" start "$state" "$here/connect-options.setup.sh" || { echo "FAIL: boot"; exit 1; }
+MPNVME_LAB_FILES="$here/connect-options.fio" \
+  "$qemu_lab/lab.sh" start "$state" "$here/guest.sh" || { echo "FAIL: boot"; exit 1; }
 wait_for 'CO done' 240
 console | grep -a '^CO'
 seen '^CO FAIL' && fail "the guest's steps failed"
 seen '^CO cpus=2' || fail "the guest does not have 2 CPUs: the queue count would not tell"
-# What the job asks (jobs/connect-options.fio), where the kernel shows it.
+# What the job asks (connect-options.fio), where the kernel shows it.
 expect() { # WHAT REGEX
   seen "$2" && echo "ok: $1" || fail "$1: the kernel host did not get it (no /$2/)"
 }

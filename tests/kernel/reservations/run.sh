@@ -3,20 +3,20 @@
 # mpnvme-target's reservations beside nvmet's: two hosts of the lab
 # guest's kernel (Debian's newest, whose nvmet has reservations) send the
 # same nvme-cli reservation commands and reads and writes to nvmet in the
-# guest and to mpnvme-target on the machine (reservations.guest.sh); each
+# guest and to mpnvme-target on the machine (guest.sh); each
 # target's outcomes and Reservation Reports must be the same, line by line.
 #   reservations.sh BUILD_DIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1
-source "$here/guest-common.sh"
+source "$here/../../../qemu-lab/machine.sh"
 export MPNVME_LAB_KERNEL=${MPNVME_LAB_KERNEL:-latest}
 kernel_host_test reservations "RESV|nvme|rror"
 port=$(free_port)
 start_machine_target "$state/target.log" --transport tcp --listen "127.0.0.1:$port" \
   --subnqn nqn.2026-12.io.mpnvme:reservations --ns ram:64m --log-level info
-debian_guest_start "$here/reservations.guest.sh" "port=$port" "$here/../integration/admission.py" \
-  "$here/../pylib/nvmehost.py" "$here/../pylib/nvmetcp.py"
+debian_guest_start "$here/guest.sh" "port=$port" "$here/../../integration/admission.py" \
+  "$here/../../pylib/nvmehost.py" "$here/../../pylib/nvmetcp.py"
 wait_for 'LAB-JOB-DONE' 300
 # Controller numbering aside, and the More bit of nvmet's statuses (0x6083
 # against 0x4083): nvmet records every error in its Error Information log

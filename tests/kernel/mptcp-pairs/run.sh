@@ -6,14 +6,14 @@
 # topology; verify, and verify with one path blackholed for 4 s (0 I/O
 # errors); nvme-cli's discover and connect-all over MPTCP against both
 # targets, mpnvme-target's entries (--discovery-trtype-mptcp) read as
-# nvmet's. The guest side is mptcp-pairs.guest.sh.
+# nvmet's. The guest side is guest.sh.
 #   mptcp-pairs.sh BUILD_DIR
 # Environment: MPNVME_MPTCP_KERNEL, a lab kernel directory (vmlinuz,
 # lib/modules) whose NVMe host and target have the mptcp transport
-# (tests/kernel/build-lab-kernel makes one). Unset: the test is not run.
+# (qemu-lab/build-kernel makes one). Unset: the test is not run.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+root=$(cd "$here/../../.." && pwd)
 build=$1
 if [[ -z ${MPNVME_MPTCP_KERNEL:-} ]]; then
   echo "not run: no kernel with NVMe over MPTCP (set MPNVME_MPTCP_KERNEL to a lab kernel directory)"
@@ -21,9 +21,9 @@ if [[ -z ${MPNVME_MPTCP_KERNEL:-} ]]; then
 fi
 state=$(mktemp -d /tmp/mpnvme-pairs.XXXXXX)
 ns=mpnvme-pairs$$
-source "$here/guest-common.sh"
+source "$here/../../../qemu-lab/machine.sh"
 cleanup() {
-  ip netns exec "$ns" "$here/lab.sh" stop "$state"
+  ip netns exec "$ns" "$qemu_lab/lab.sh" stop "$state"
   ip netns del "$ns" 2>/dev/null
   [[ -n ${MPNVME_KEEP_CONSOLE:-} ]] && cp "$state/console.log" "$MPNVME_KEEP_CONSOLE"
   rm -rf "$state"
@@ -31,7 +31,7 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; console | grep -a '^PAIRS' | tail -40; exit 1; }
 export MPNVME_LAB_KERNEL=$MPNVME_MPTCP_KERNEL
-kd=$("$here/lab.sh" prepare | tail -1) || fail "cannot prepare the kernel lab with $MPNVME_MPTCP_KERNEL"
+kd=$("$qemu_lab/lab.sh" prepare | tail -1) || fail "cannot prepare the kernel lab with $MPNVME_MPTCP_KERNEL"
 grep -qa mptcp "$kd"/root/lib/modules/*/kernel/drivers/nvme/host/nvme-tcp.ko ||
   fail "$MPNVME_MPTCP_KERNEL: its nvme-tcp has no mptcp transport (not a kernel with the NVMe-over-MPTCP series)"
 
@@ -49,8 +49,8 @@ ip netns add "$ns" && ip netns exec "$ns" ip link set lo up || fail "cannot crea
 # Everything runs inside the guest; its user network sits in a namespace
 # of its own.
 MPNVME_LAB_BINARIES="$bins${preload:+ $preload}" MPNVME_LAB_MEM=1024 MPNVME_LAB_TLS=1 \
-  MPNVME_LAB_FILES="$root/toolkit/lab/mpnvme-lab $here/jobs/mptcp-pairs.fio $here/mptcp-pairs.guest.sh $state/preload $state/only" \
-  ip netns exec "$ns" "$here/lab.sh" start "$state" <(echo '/usr/local/bin/bash /files/mptcp-pairs.guest.sh >/dev/console 2>&1 &') ||
+  MPNVME_LAB_FILES="$root/toolkit/lab/mpnvme-lab $here/mptcp-pairs.fio $here/guest.sh $state/preload $state/only" \
+  ip netns exec "$ns" "$qemu_lab/lab.sh" start "$state" <(echo '/usr/local/bin/bash /files/guest.sh >/dev/console 2>&1 &') ||
   fail "guest did not boot"
 console | grep -a 'MPNVME-LAB-READY'
 wait_for '^PAIRS done' 900

@@ -10,7 +10,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1
 nqn=nqn.2026-11.io.mpnvme:host-interop
-source "$here/guest-common.sh"
+source "$here/../../../qemu-lab/machine.sh"
 kernel_host_test hostlab 'HOSTTEST'
 p1=$(free_port) p2=$(free_port)
 control() { python3 - "$state/control" "$1" <<'PY'
@@ -22,7 +22,7 @@ PY
 
 start_machine_target "$state/target.log" --listen "127.0.0.1:$p1,127.0.0.1:$p2" --subnqn "$nqn" --ns ram:64m \
   --control "$state/control" --log-level info
-MPNVME_LAB_BINARIES="$(command -v nvme) $(command -v nft)" MPNVME_LAB_APPEND="mp.p1=$p1 mp.p2=$p2 mp.nqn=$nqn" "$here/lab.sh" start "$state" "$here/host-interop.setup.sh" || fail "guest did not boot"
+MPNVME_LAB_BINARIES="$(command -v nvme) $(command -v nft)" MPNVME_LAB_APPEND="mp.p1=$p1 mp.p2=$p2 mp.nqn=$nqn" "$qemu_lab/lab.sh" start "$state" "$here/guest.sh" || fail "guest did not boot"
 
 wait_for 'HOSTTEST (connected|connect-failed)' 120
 line=$(grep -a 'HOSTTEST connected' <(console)) || fail "the kernel host could not connect"

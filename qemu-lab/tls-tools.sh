@@ -15,7 +15,7 @@
 #   tls-tools.sh   prints the tarball's path (fetched once, in .deps/tls-tools)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
+root=$(cd "$here/.." && pwd)
 cache="$root/.deps/tls-tools"
 tarball="$cache/tls-tools.tar.gz"
 die() { echo "tls-tools: $*" >&2; exit 1; }

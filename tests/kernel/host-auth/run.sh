@@ -11,9 +11,9 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1
 nqn=nqn.2026-12.io.mpnvme:host-auth
-source "$here/guest-common.sh"
+source "$here/../../../qemu-lab/machine.sh"
 kernel_host_test hostauth 'HOSTTEST'
-source "$here/auth-keys.sh"
+source "$here/../shared/auth-keys.sh"
 port=$(free_port)
 read -r uni_nqn uni_key _ <<<"$(grep ':host-sha256 ' <<<"$AUTH_HOSTS")"
 read -r bidi_nqn bidi_key bidi_ctrl _ <<<"$(grep ':host-sha512 ' <<<"$AUTH_HOSTS")"
@@ -22,8 +22,8 @@ mkdir -m 700 "$state/keys"
 start_machine_target "$state/target.log" --transport tcp --listen "127.0.0.1:$port" --subnqn "$nqn" --ns ram:32m \
   --dhchap-key "$uni_nqn=@$state/keys/uni" --dhchap-key "$bidi_nqn=@$state/keys/bidi" --dhchap-ctrl-key "$bidi_nqn=@$state/keys/ctrl" \
   --dhchap-hash sha512,sha256 --dhchap-dhgroup ffdhe3072,null --log-level info
-MPNVME_LAB_FILES="$here/auth-keys.sh" MPNVME_LAB_APPEND="mp.port=$port mp.nqn=$nqn" "$here/lab.sh" start "$state" \
-  "$here/host-auth.setup.sh" || fail "guest did not boot"
+MPNVME_LAB_FILES="$here/../shared/auth-keys.sh" MPNVME_LAB_APPEND="mp.port=$port mp.nqn=$nqn" "$qemu_lab/lab.sh" start "$state" \
+  "$here/guest.sh" || fail "guest did not boot"
 wait_for 'HOSTTEST done' 240
 console | grep -a HOSTTEST
 seen 'HOSTTEST .* timed-out' && fail "a step of the kernel host did not happen in time: $(console | grep -a 'timed-out')"

@@ -17,9 +17,9 @@ state=$(mktemp -d /tmp/mpnvme-mplab.XXXXXX)
 cd "$state" || exit 1 # what fio writes stays out of the checkout
 ns=mpnvme-mp$$
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1}
-source "$here/guest-common.sh"
+source "$here/../../../qemu-lab/machine.sh"
 cleanup() {
-  ip netns exec "$ns" "$here/lab.sh" stop "$state"
+  ip netns exec "$ns" "$qemu_lab/lab.sh" stop "$state"
   ip netns del "$ns" 2>/dev/null
   rm -rf "$state"
 }
@@ -33,12 +33,12 @@ engine=$build/engine/fio-mpnvme.so
 preload=""
 [[ $(nm -D "$engine" | grep -c __asan_init) != 0 ]] && preload=$(gcc -print-file-name=libasan.so)
 # The kernel is fetched (once) from this machine's network, not the namespace's.
-"$here/lab.sh" prepare >/dev/null || { echo "FAIL: cannot prepare the kernel lab"; exit 1; }
+"$qemu_lab/lab.sh" prepare >/dev/null || { echo "FAIL: cannot prepare the kernel lab"; exit 1; }
 # The host's keys, for the engine (files only the owner reads).
-source "$here/auth-keys.sh"
+source "$here/../shared/auth-keys.sh"
 read -r hostnqn key ctrl_key _ <<<"$(grep ':host-sha384 ' <<<"$AUTH_HOSTS")"
 (umask 077 && echo "$key" >"$state/key" && echo "$ctrl_key" >"$state/ctrl-key")
-MPNVME_LAB_FILES="$here/auth-keys.sh" MPNVME_LAB_FWD=4421 in_ns "$here/lab.sh" start "$state" "$here/multipath.setup.sh" || { echo "FAIL: guest did not boot"; exit 1; }
+MPNVME_LAB_FILES="$here/../shared/auth-keys.sh" MPNVME_LAB_FWD=4421 in_ns "$qemu_lab/lab.sh" start "$state" "$here/guest.sh" || { echo "FAIL: guest did not boot"; exit 1; }
 p1=$(cat "$state/port") p2=$(cat "$state/port-4421")
 paths=127.0.0.1:$p1,127.0.0.1:$p2
 

@@ -1,6 +1,6 @@
 #!/usr/local/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Guest side of tests/kernel/mptcp-pairs.sh, on a kernel with NVMe over
+# Guest side of tests/kernel/mptcp-pairs/run.sh, on a kernel with NVMe over
 # MPTCP: the upstream selftest's topology (mpnvme-lab, 4 paths, endpoints
 # on every path, limits 8/8, reflected TOS), mpnvme-target and nvmet
 # (an mptcp port, made by mpnvme-nvmet apply) in the target namespace, and

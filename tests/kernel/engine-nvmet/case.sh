@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 # One fio run of the engine against the Linux kernel target in the qemu lab.
-#   engine-case.sh STATEDIR EXPECT NAME [fio options...]
-#   engine-case.sh STATEDIR EXPECT NAME JOBFILE.fio [VAR=VALUE...]
+#   case.sh STATEDIR EXPECT NAME [fio options...]
+#   case.sh STATEDIR EXPECT NAME JOBFILE.fio [VAR=VALUE...]
 # Job files read the target from ${MPNVME_ENGINE}, ${MPNVME_PORT} and
 # ${MPNVME_SUBNQN}, as user job files do.
 # EXPECT: ok      fio exits 0 and no job reports an error; with verify=, the
