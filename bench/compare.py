@@ -21,6 +21,8 @@ import subprocess
 import tarfile
 
 import common
+import conditions
+import fio_logs
 import floor_experiment
 
 NQN = "nqn.2026-11.io.mpnvme:compare"
@@ -75,7 +77,7 @@ def one_run(lab, build_dir, tag, work):
         common.run_fio([*common.lab_fio(lab), "--name=transfer", f"--ioengine=external:{build_dir / 'engine' / 'fio-mpnvme.so'}",
                         "--traddr=10.1.1.1", f"--subnqn={NQN}", "--transport=mptcp", "--rw=write", "--bs=128k",
                         "--iodepth=8", f"--size={SIZE}", "--output-format=json", f"--output={res}"], f"compare {tag}")
-        w = common.fio_json(res)["jobs"][0]["write"]
+        w = fio_logs.fio_json(res)["jobs"][0]["write"]
         actual = w["runtime"] / 1000
         ideal = w["io_bytes"] / (PATHS * RATE_MBIT * 1e6 / 8)
         return actual, ideal
@@ -114,8 +116,8 @@ def loopback(refs, builds, runs, work):
 def run(refs, runs, work):
     builds = [build(ref, work) for ref in refs]
     lab = f"c{os.getpid()}"
-    common.lab(lab, "up", "--paths", str(PATHS), "--rate", f"{RATE_MBIT}mbit", "--cc", common.DEFAULT_CC, "--endpoints",
-               common.ENDPOINTS)
+    common.lab(lab, "up", "--paths", str(PATHS), "--rate", f"{RATE_MBIT}mbit", "--cc", conditions.DEFAULT_CC, "--endpoints",
+               conditions.ENDPOINTS)
     # By position, not by name: the same revision twice (an A/A run) shows
     # the noise floor of the method.
     samples = [[], []]

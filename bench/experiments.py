@@ -22,14 +22,16 @@ import stall
 @dataclasses.dataclass
 class Context:
     """What every experiment is given: the command line, the runs per
-    figure, a scratch directory, the result directory, and keep(key, value)
+    figure, a scratch directory, the result directory, keep(key, value)
     to store a result in results.json at once (an hour of runs outlives a
-    report that fails)."""
+    report that fails), and the congestion controls chosen. Whatever the
+    command line sets travels here, never in a module's globals."""
     args: object
     runs: int
     work: pathlib.Path
     out: pathlib.Path
     keep: Callable[[str, dict], None]
+    ccs: tuple = ("cubic",)  # congestion controls of the matrix, cubic first (--cc adds)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,12 +47,13 @@ class Experiment:
 def _floor(ctx):
     seconds = 5 if ctx.args.full else 2 if ctx.args.smoke else 3
     print(f"bench: floor, {ctx.runs} run(s) of {seconds} s per figure -> {ctx.out}", flush=True)
-    return {"floor": floor_experiment.run(ctx.runs, seconds, ctx.work, smoke=ctx.args.smoke)}
+    return {"floor": floor_experiment.run(ctx.runs, seconds, ctx.work, smoke=ctx.args.smoke,
+                                          allow_oversubscribe=ctx.args.allow_oversubscribe)}
 
 
 def _matrix(ctx):
     print(f"bench: matrix, {ctx.runs} run(s) per figure -> {ctx.out}", flush=True)
-    return {"matrix": matrix.run(ctx.args.full, ctx.runs, ctx.work, smoke=ctx.args.smoke)}
+    return {"matrix": matrix.run(ctx.args.full, ctx.runs, ctx.work, smoke=ctx.args.smoke, ccs=ctx.ccs)}
 
 
 def _priority(ctx):

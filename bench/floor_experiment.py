@@ -15,7 +15,9 @@ import signal
 import subprocess
 
 import tls_cost
-from common import CONTROL_BEATEN, ENGINE_GAP, check_placement, control_flag, fio_env, ENGINE, FIO_CPU, FLOOR, STEADY_LOG_MS, TARGET, TARGET_CPU, cpu_seconds, die, sleeps, fio_json, free_port, log_rate, median_spread, stop, wait_ready
+from common import CONTROL_BEATEN, ENGINE_GAP, check_placement, control_flag, fio_env, ENGINE, FIO_CPU, FLOOR, TARGET, TARGET_CPU, die, free_port, median_spread, stop, wait_ready
+from fio_logs import STEADY_LOG_MS, fio_json, log_rate
+from samplers import cpu_seconds, sleeps
 
 NQN = "nqn.2026-11.io.mpnvme:bench"
 RAMP_S = 1  # fio warm-up before each measured run
@@ -124,7 +126,7 @@ def engine_cell(name, tmode, tr, mode, cell, floors):
     return e
 
 
-def run(runs, seconds, work, smoke=False):
+def run(runs, seconds, work, smoke=False, allow_oversubscribe=False):
     """smoke: the shape only (TCP, QD1 and QD32 with busy and block engines, 128 KiB
     reads with a block engine and their control)."""
     # Loopback: no path is shaped, both ends use this machine's congestion
@@ -168,7 +170,8 @@ def run(runs, seconds, work, smoke=False):
                         order = ("event", "poll") if r % 2 == 0 else ("poll", "event")
                         for i, tmode in enumerate(order):
                             # a busy-polling engine job and a --poll target each hold a core
-                            check_placement((mode == "busy") + (tmode == "poll"), f"{name} target={tmode} poll={mode}")
+                            check_placement((mode == "busy") + (tmode == "poll"), f"{name} target={tmode} poll={mode}",
+                                            allow_oversubscribe)
                             port, pid, to_wake = ports[tmode]
                             with signalled(to_wake, signal.SIGCONT, signal.SIGSTOP):
                                 cells[tmode]["rows"].append(fio(port, pid, opts + [f"--transport={tr}", f"--poll={mode}"], seconds, work))

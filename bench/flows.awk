@@ -4,7 +4,7 @@
 # one): per path (the peer 10.1.i.1), how many flows have carried data (256
 # KiB or more either way: an admin queue's keep-alives do not make a flow
 # that shares out a path) and their median smoothed round trip in ms.
-# Shared by bench/guest-bench.sh (inside the guest) and bench/common.py.
+# Shared by bench/guest-bench.sh (inside the guest) and bench/samplers.py.
 # One output line: "F1 ... FN R1 ... RN" for paths=N.
 #   awk -v paths=N -f flows.awk
 function flush() {

@@ -68,12 +68,12 @@ BWLOG_MS=500
 BWLOG=(--write_bw_log=/tmp/bw --log_avg_msec=$BWLOG_MS)
 
 # steady: MiB/s from the jobs' bandwidth logs after their first interval,
-# each interval weighted by its length (as bench/common.py's steady_mib_s,
+# each interval weighted by its length (as bench/fio_logs.py's steady_mib_s,
 # which says why neither fio's own figure nor the mean of the rates).
 # steady [FROM_MS]: the same over the intervals that end after FROM_MS
 # (the second half of a run: whether it was still ramping up).
 # A row after intervals fio left out (nothing completed) is credited with
-# one interval, as in common.py's log_rate.
+# one interval, as in fio_logs.py's log_rate.
 steady() {
   awk -F, -v from="${1:-0}" -v every=$BWLOG_MS 'FNR == 1 { if (span > 0) total += kib / span; kib = 0; span = 0; first = -1 }
     FNR > 1 && $1 > from { if (first < 0) first = prev; d = $1 - prev; if (d > 1.5 * every) d = every

@@ -29,8 +29,9 @@ import sys
 import time
 
 import common
+import loss_model
 import guest_pairs
-from common import PUBLISHED, mbit_to_mib_s
+from published import PUBLISHED, mbit_to_mib_s
 
 # Per path inside the guest: the one emulated vCPU (the 6.12 kernel does
 # not boot with 2 under TCG) keeps 4 x 40 Mbit of TCP at 0.95 of the line.
@@ -491,9 +492,9 @@ def run_model(res, d, i, read):
     segs = max(k.get(f"{sender}.Tcp.OutSegs", 0), 1)
     p = drops["to_host" if read else "to_target"] / segs
     line_per_path = res["line_mib_s"] / res["paths"]
-    return {"p": p, "retrans_per_mib": k.get(f"{sender}.Tcp.RetransSegs", 0) / (segs * common.MSS / 1048576),
+    return {"p": p, "retrans_per_mib": k.get(f"{sender}.Tcp.RetransSegs", 0) / (segs * loss_model.MSS / 1048576),
             "flows": flows["flows"], "rtt_ms": flows["rtt_ms"],
-            "estimate": common.flow_estimate(p, flows["rtt_ms"], flows["flows"], line_per_path)}
+            "estimate": loss_model.flow_estimate(p, flows["rtt_ms"], flows["flows"], line_per_path)}
 
 
 def ratio_to(value, estimate):

@@ -41,7 +41,6 @@ import os
 import pathlib
 import re
 
-import common
 import guest
 import matrix
 import multipath_lab
@@ -338,7 +337,7 @@ def model(res, cell, rw):
       writes 2: the R2T's, then the data's) of the loss-stretched round
       trip its flows measured: N x 128 KiB / (k x RTT);
     - loss: what its flows carry at the loss the sender met and that round
-      trip (common.flow_estimate, PFTK per flow, each path capped by its
+      trip (loss_model.flow_estimate, PFTK per flow, each path capped by its
       line): the bound deep queues meet;
     - line: the paths' rate.
     None where the run recorded no round trip."""

@@ -21,7 +21,7 @@ bare sockets); every run records the kernel's TCP and MPTCP counters of
 both namespaces, the lab's drops, the flows on each path and the engine's
 most commands in flight per path."""
 import guest
-import common
+import loss_model
 
 DEEP = 128  # the depth check's iodepth per job (the guest matrix's workload: 32)
 ENGINE = [("engine", t, p) for t in ("tcp", "mptcp", f"tcp-qd{DEEP}", f"mptcp-qd{DEEP}") for p in ("round-robin", "queue-depth")
@@ -56,7 +56,7 @@ def counters(d, read):
         for c in filter(None, d["kernel_counters"]):
             segs = c.get(f"{sender}.Tcp.OutSegs", 0)
             if segs:
-                vals.append(c.get(f"{sender}.{k}", 0) / (segs * common.MSS / 1048576))
+                vals.append(c.get(f"{sender}.{k}", 0) / (segs * loss_model.MSS / 1048576))
         out.append(sorted(vals)[len(vals) // 2] if vals else None)
     return out
 

@@ -6,7 +6,7 @@ controls and the published figures; how the bytes split over NVMe paths and
 over links; and the unequal case (the last path at half the rate). Their
 lossy cells' flows and estimates are in guest.loss_table."""
 
-from common import PUBLISHED, mbit_to_mib_s
+from published import PUBLISHED, mbit_to_mib_s
 
 PAIRS = (("engine", "engine -> mpnvme-target"), ("engine@nvmet", "engine -> nvmet"),
          ("kernel", "kernel -> mpnvme-target"), ("kernel@nvmet", "kernel -> nvmet"))

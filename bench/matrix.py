@@ -31,7 +31,11 @@ import subprocess
 import time
 
 import common
-from common import PUBLISHED, mbit_to_mib_s  # noqa: F401 (the report uses both)
+import conditions
+import fio_logs
+import loss_model
+import samplers
+from published import PUBLISHED, mbit_to_mib_s  # noqa: F401 (the report uses both)
 from multipath_lab import JOBS, NQN, MatrixLab
 
 POLICIES = ("numa", "round-robin", "queue-depth", "service-time")
@@ -77,7 +81,7 @@ def cell(lab, tag, transport, iopolicy, runs, runtime, ramp, condition, paths=No
                    "flows": rows[-1]["flows"], "loss": rows[-1]["loss"],
                    "raw_flows": raw[-1]["flows"], "raw_loss": raw[-1]["loss"]}
         if lab.context.get("loss_pct"):
-            res[rw] |= loss_model(res[rw], lab.line_mib_s() / lab.paths)
+            res[rw] |= against_flow_model(res[rw], lab.line_mib_s() / lab.paths)
     line = lab.line_mib_s()
     print(f"  {tag}: read {res['randread']['mib_s']['median']:.0f} write {res['randwrite']['mib_s']['median']:.0f} MiB/s "
           f"(line {line:.0f})", flush=True)
@@ -97,9 +101,9 @@ def segment_cost(lab, runtime, ramp):
         for p in range(1, lab.paths + 1):
             lab.lab("loss", str(p), pct)
         for transport in ("tcp", "mptcp"):
-            busy0 = common.machine_busy_seconds()
+            busy0 = samplers.machine_busy_seconds()
             r = common.control_stream(lab.name, lab.paths, transport, True, ramp, runtime, per_path=JOBS)
-            busy = common.machine_busy_seconds() - busy0
+            busy = samplers.machine_busy_seconds() - busy0
             gib = r["mib_s"] * (runtime + ramp) / 1024
             out[f"{transport}, {label}"] = {"mib_s": r["mib_s"], "cpu_s_per_gib": busy / gib if gib else None}
             print(f"  segment cost: {transport}, {label}: {r['mib_s']:.0f} MiB/s, "
@@ -109,17 +113,17 @@ def segment_cost(lab, runtime, ramp):
     return out
 
 
-def loss_model(d, line_per_path):
+def against_flow_model(d, line_per_path):
     """A lossy cell against the flow-count estimate: the loss-event rate the
     sender met (the lab's drops per segment it sent), its retransmissions
     per MiB sent, and what that many flows at that loss and round trip carry
-    (common.flow_estimate), for the engine and for its raw control."""
+    (loss_model.flow_estimate), for the engine and for its raw control."""
     out = {}
     for who, flows, loss in (("engine", d["flows"], d["loss"]), ("raw", d["raw_flows"], d["raw_loss"])):
         segs = max(loss["TcpOutSegs"], 1)
         p = loss["dropped"] / segs
-        est = common.flow_estimate(p, flows["rtt_ms"], flows["flows"], line_per_path)
-        out[f"{who}_model"] = {"loss_event_rate": p, "retrans_per_mib": loss["TcpRetransSegs"] / (segs * common.MSS / 1048576),
+        est = loss_model.flow_estimate(p, flows["rtt_ms"], flows["flows"], line_per_path)
+        out[f"{who}_model"] = {"loss_event_rate": p, "retrans_per_mib": loss["TcpRetransSegs"] / (segs * loss_model.MSS / 1048576),
                                "flows": flows["flows"], "rtt_ms": flows["rtt_ms"], "estimate_mib_s": est}
     return out
 
@@ -146,12 +150,12 @@ def path_cut(lab, tag, transport, iopolicy, seconds, paths=None, fault="link"):
            f"--write_bw_log={log}", "--log_avg_msec=250", "--io_timeout=2000", "--reconnect_delay=0.5",
            f"--path_stats={stats}", "--output-format=json", f"--output={out}"]
     for side in ("host", "target"):
-        common.nstat(lab.name, side)  # reset the history: the next read is the first third's
+        samplers.nstat(lab.name, side)  # reset the history: the next read is the first third's
     wire = [(time.monotonic(), lab.wire_bytes("randread"))]
     phases = []
 
     def phase(name):
-        counters = {side: common.nstat(lab.name, side) for side in ("host", "target")}
+        counters = {side: samplers.nstat(lab.name, side) for side in ("host", "target")}
         wire.append((time.monotonic(), lab.wire_bytes("randread")))
         (t0, w0), (t1, w1) = wire[-2:]
         phases.append({"phase": name, "seconds": t1 - t0, "wire_mib_per_path": [(b - a) / 1048576 for a, b in zip(w0, w1)],
@@ -168,7 +172,7 @@ def path_cut(lab, tag, transport, iopolicy, seconds, paths=None, fault="link"):
     phase("after")
     if fio.returncode:
         common.die(f"fio failed ({tag}): {err[-2000:]}")
-    quarters = common.log_buckets(lab.work.glob(f"{tag}-bw_bw.*.log"), 250)
+    quarters = fio_logs.log_buckets(lab.work.glob(f"{tag}-bw_bw.*.log"), 250)
     series = [sum(quarters.get(4 * s + q, 0.0) for q in range(1, 5)) / 4 for s in range(0, max(quarters or [0]) // 4)]
     print(f"  {tag}: MiB/s per second {' '.join(f'{v:.0f}' for v in series)}", flush=True)
     return {"transport": transport, "iopolicy": iopolicy, "fault": fault, "mib_s_per_second": series,
@@ -182,11 +186,11 @@ def path_cut(lab, tag, transport, iopolicy, seconds, paths=None, fault="link"):
 def matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, policies, lossy_delay):
     """The lossless and lossy matrix under congestion control `cc`."""
     name = f"b{os.getpid()}{cc[:4]}"
-    pre = "" if cc == common.DEFAULT_CC else f"{cc}-"
+    pre = "" if cc == conditions.DEFAULT_CC else f"{cc}-"
     # Lossy twice: per wire segment (offloads off, as a network loses) and
     # per GSO packet (whole packets, as the upstream selftest's netem on veth).
-    conditions = (("lossless", 0, 0, "segment"), ("lossy", 0.5, lossy_delay, "segment"), ("lossy", 0.5, lossy_delay, "packet"))
-    for condition, loss, delay, unit in conditions[:2] if smoke else conditions:
+    shapes = (("lossless", 0, 0, "segment"), ("lossy", 0.5, lossy_delay, "segment"), ("lossy", 0.5, lossy_delay, "packet"))
+    for condition, loss, delay, unit in shapes[:2] if smoke else shapes:
         # smoke: QD16, so that what is in flight (4 x 256 x 128 KiB would be
         # 2.7 s of the 2 x 200 Mbit line) does not dominate a 2 s run.
         lab = MatrixLab(f"{name}{condition[:4]}{unit[0]}", [rate] * npaths, work, loss=loss, delay_ms=delay,
@@ -203,7 +207,7 @@ def matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, polici
             # MPTCP alone: one connection (path 1), the subflows spread it over all paths.
             res["extra"].append(cell(lab, f"{pre}{condition_tag}-mptcp-one-connection", "mptcp", "numa", runs, runtime, ramp,
                                      condition, paths=1) | {"case": f"one MPTCP connection for {npaths} paths"})
-            if condition == "lossless" and not smoke and cc == common.DEFAULT_CC:
+            if condition == "lossless" and not smoke and cc == conditions.DEFAULT_CC:
                 for transport, pol in (("tcp", "round-robin"), ("mptcp", "round-robin")):
                     for fault in ("link", "blackhole"):
                         res["path_cut"].append(path_cut(lab, f"cut-{fault}-{transport}-{pol}", transport, pol, 12 if full else 9,
@@ -233,17 +237,18 @@ def tls_cells(res, runs, work, runtime, ramp, rate, npaths, smoke):
         lab.close()
 
 
-def run(full, runs, work, smoke=False):
+def run(full, runs, work, smoke=False, ccs=(conditions.DEFAULT_CC,)):
     """smoke: 2 paths of 200 Mbit, QD16, round-robin and numa only, 2 s runs, no
-    unequal-path or cut cases: the functional check make check runs."""
+    unequal-path or cut cases: the functional check make check runs. ccs:
+    the congestion controls, cubic first (bench/run --cc adds others)."""
     runtime, ramp = (10, 2) if full else (2, 1) if smoke else (3, 1)
     rate, npaths = (200, 2) if smoke else (1000, 4)
     policies = ("numa", "round-robin") if smoke else POLICIES
     lossy_delay = 5 if netem_available() else 0
     res = {"matrix": [], "extra": [], "path_cut": [], "tls": [], "lossy": {"loss_pct": 0.5, "delay_ms": lossy_delay},
            "runtime_s": runtime, "rate_mbit": rate, "paths": npaths}
-    res["ccs"] = list(common.CCS)
-    for cc in common.CCS:
+    res["ccs"] = list(ccs)
+    for cc in ccs:
         matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, policies, lossy_delay)
     tls_cells(res, runs, work, runtime, ramp, rate, npaths, smoke)
     if smoke:
@@ -312,7 +317,7 @@ def report(res, runs, plots):
              f"128 KiB, 4 jobs x QD256, {res['runtime_s']} s per run, medians of {runs} (min..max). Lossy: {where}. "
              "Published: the selftest's commit message (kernel host and nvmet, 4 x 1 Gbit veth, round-robin, cubic, "
              "5 ms + 0.5 %). Cells: MiB/s (ratio to line rate), from fio's bandwidth log after its first "
-             f"{common.STEADY_LOG_MS} ms (bytes over time); fio's own figure (in results.json) also counts the commands in "
+             f"{fio_logs.STEADY_LOG_MS} ms (bytes over time); fio's own figure (in results.json) also counts the commands in "
              "flight when the time is up. Raw: the same connections (one per job on each path the engine used: all, or "
              "path 1 for numa and the one-connection case), direction, ramp and time with "
              "nothing but sockets (mpnvme-floor stream against mpnvme-floor sink in the same lab), run after each engine "
@@ -347,7 +352,7 @@ def report(res, runs, plots):
                      f"{common.spread_text(c['randread']['target_cpu_s_per_gib'], 2)} | {fmt_paths(c['randread'])} |")
     if res.get("tls"):
         plain = {(c["transport"], c["iopolicy"]): c for c in res["matrix"]
-                 if c["condition"] == "lossless" and c["cc"] == common.DEFAULT_CC}
+                 if c["condition"] == "lossless" and c["cc"] == conditions.DEFAULT_CC}
         lines += ["", "TLS 1.3 on the same paths (TLS_AES_128_GCM_SHA256, user-space records on both sides), each beside "
                   "its plaintext cell above: MiB/s (ratio to line), the ratio to plaintext, and CPU seconds per GiB of fio "
                   "and of the target (plaintext in brackets):", "",
@@ -387,7 +392,7 @@ def report(res, runs, plots):
 def loss_report(res):
     """Every lossy cell beside the flow-count estimate: the flows that
     carried it, the loss they met, and what that many loss-limited flows
-    carry (common.flow_estimate), for the engine and its raw control."""
+    carry (loss_model.flow_estimate), for the engine and its raw control."""
     cells = [c for c in res["matrix"] + res["extra"] if c.get("loss_pct")]
     if not cells:
         return []
@@ -445,7 +450,7 @@ def cut_report(cuts):
     for c in cuts:
         how = "a silent blackhole (loss 100)" if c.get("fault") == "blackhole" else "link down (carrier loss)"
         lines += ["", f"Path 2 cut ({how}) at {c['cut_at_s']:.0f} s and back at {c['back_at_s']:.0f} s, {c['transport']} "
-                  f"{c['iopolicy']}, endpoints `{c.get('endpoints', common.ENDPOINTS)}`, MiB/s each second: "
+                  f"{c['iopolicy']}, endpoints `{c.get('endpoints', conditions.ENDPOINTS)}`, MiB/s each second: "
                   + " ".join(f"{v:.0f}" for v in c["mib_s_per_second"])
                   + "; each 250 ms: " + " ".join(f"{v:.0f}" for v in c.get("mib_s_per_250ms", []))]
     line3 = cuts[0]["line_mib_s"] * 3 / 4
@@ -461,7 +466,7 @@ def cut_report(cuts):
             def both(name):
                 return f"{k['target'][name]} / {k['host'][name]}"
 
-            lines.append(f"| {c.get('fault', 'link')} | {c['transport']} | {c.get('endpoints', common.ENDPOINTS)} | {ph['phase']} | "
+            lines.append(f"| {c.get('fault', 'link')} | {c['transport']} | {c.get('endpoints', conditions.ENDPOINTS)} | {ph['phase']} | "
                          + "/".join(f"{v:.0f}" for v in ph["wire_mib_per_path"]) + f" | {sum(ph['wire_mib_per_path']) / ph['seconds']:.0f} | "
                          f"{both('MPTcpExtMPTCPRetrans')} | {both('MPTcpExtSubflowStale')} | {both('MPTcpExtSubflowRecover')} | "
                          f"{both('TcpExtTCPTimeouts')} | {both('MPTcpExtDuplicateData')} |")
@@ -480,7 +485,7 @@ def plot(res, out):
                                      if any(c.get("loss_unit") == u for c in res["matrix"] if c["condition"] == "lossy")]
     fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5), sharey=True)
     for ax, (cond, unit) in zip(axes, panels):
-        cells = [c for c in res["matrix"] if c["condition"] == cond and c["cc"] == common.DEFAULT_CC
+        cells = [c for c in res["matrix"] if c["condition"] == cond and c["cc"] == conditions.DEFAULT_CC
                  and (unit is None or c.get("loss_unit") == unit)]
         labels = [f"{c['transport']}\n{c['iopolicy']}" for c in cells]
         x = range(len(cells))
@@ -502,7 +507,7 @@ def plot(res, out):
         fig, ax = plt.subplots(figsize=(7, 4))
         for c in res["path_cut"]:
             ax.plot(range(1, len(c["mib_s_per_second"]) + 1), c["mib_s_per_second"], marker="o",
-                    label=f"{c.get('fault', 'link')}: {c['transport']} {c['iopolicy']} ({c.get('endpoints', common.ENDPOINTS)})")
+                    label=f"{c.get('fault', 'link')}: {c['transport']} {c['iopolicy']} ({c.get('endpoints', conditions.ENDPOINTS)})")
         c = res["path_cut"][0]
         ax.axvspan(c["cut_at_s"], c["back_at_s"], color="red", alpha=0.1, label="path 2 down")
         ax.set_xlabel("s")

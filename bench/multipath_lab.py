@@ -5,6 +5,11 @@ cells on it (throughput, flows, subflows, CPU and the kernel's counters)."""
 import json
 
 import common
+import conditions
+import fio_logs
+import loss_model
+import published
+import samplers
 
 JOBS = 4  # numjobs of the selftest's workload: each job has its own I/O queue (connection) on each path
 NQN = "nqn.2026-11.io.mpnvme:matrix"
@@ -14,20 +19,20 @@ TLS_HOST = "nqn.2026-12.io.mpnvme:bench-tls"
 class MatrixLab:
     """A private mpnvme-lab topology with mpnvme-target serving every path."""
 
-    def __init__(self, name, rates, work, loss=0.0, delay_ms=0, iodepth=256, cc=common.DEFAULT_CC,
-                 endpoints=common.ENDPOINTS, tls_key=None, loss_unit="segment"):
+    def __init__(self, name, rates, work, loss=0.0, delay_ms=0, iodepth=256, cc=conditions.DEFAULT_CC,
+                 endpoints=conditions.ENDPOINTS, tls_key=None, loss_unit="segment"):
         self.name, self.rates, self.work, self.iodepth = name, rates, work, iodepth
         # tls_key: every port requires TLS 1.3 and fio's host brings this PSK.
         target_tls = ["--tls", "--tls-key", f"{TLS_HOST}=@{tls_key}"] if tls_key else []
         self.fio_extra = ["--tls=1", f"--tls_key_file={tls_key}", f"--hostnqn={TLS_HOST}"] if tls_key else []
         self.paths = len(rates)
-        self.context = common.cell_context(cc, rates, loss, delay_ms, endpoints, loss_unit=loss_unit)
+        self.context = conditions.cell_context(cc, rates, loss, delay_ms, endpoints, loss_unit=loss_unit)
         args = ["up", "--paths", str(self.paths), "--rate", ",".join(f"{r}mbit" for r in rates), "--cc", cc,
                 "--endpoints", endpoints, "--loss-unit", loss_unit]
         if delay_ms:
             args += ["--delay", str(delay_ms)]
         self.lab(*args)
-        self.context |= common.lab_conditions(name, cc, endpoints)
+        self.context |= conditions.lab_conditions(name, cc, endpoints)
         for p in range(1, self.paths + 1):
             if loss:
                 self.lab("loss", str(p), str(loss))
@@ -39,7 +44,7 @@ class MatrixLab:
         return common.lab(self.name, *args)
 
     def line_mib_s(self):
-        return common.mbit_to_mib_s(sum(self.rates))
+        return published.mbit_to_mib_s(sum(self.rates))
 
     def wire_bytes(self, rw):
         """Bytes the host side of each path received (reads) or sent (writes)."""
@@ -54,29 +59,29 @@ class MatrixLab:
         the whole run), subflows (per connection) and stalls (on the wire:
         [(start, seconds)] in the ramp and in the window)."""
         out, bwlog, stats = self.work / f"{tag}.json", self.work / f"{tag}-bw", self.work / f"{tag}-paths.jsonl"
-        cmd = [*common.lab_fio(self.name), f"--write_bw_log={bwlog}", f"--log_avg_msec={common.STEADY_LOG_MS}", "--name=seed", f"--ioengine=external:{common.ENGINE}", f"--traddr={common.lab_paths(paths or self.paths)}",
+        cmd = [*common.lab_fio(self.name), f"--write_bw_log={bwlog}", f"--log_avg_msec={fio_logs.STEADY_LOG_MS}", "--name=seed", f"--ioengine=external:{common.ENGINE}", f"--traddr={common.lab_paths(paths or self.paths)}",
                f"--subnqn={NQN}", f"--transport={transport}", f"--iopolicy={iopolicy}", f"--rw={rw}", "--bs=128k",
                f"--numjobs={JOBS}", f"--iodepth={self.iodepth}", "--thread=1", "--group_reporting=1", "--time_based=1",
                f"--runtime={runtime}", f"--ramp_time={ramp}", "--size=2g", "--output-format=json",
                f"--output={out}", f"--path_stats={stats}", *self.fio_extra, *extra]
-        sampler = common.CpuSampler(self.target.pid)
-        wire_sampler = common.WireSampler(self.name, self.paths, rw == "randread")
-        flows, loss_before = common.FlowSampler(self.name, self.paths, 4420), common.lab_loss(self.name)
+        sampler = samplers.CpuSampler(self.target.pid)
+        wire_sampler = samplers.WireSampler(self.name, self.paths, rw == "randread")
+        flows, loss_before = samplers.FlowSampler(self.name, self.paths, 4420), loss_model.lab_loss(self.name)
         common.run_fio(cmd, tag, cwd=self.work)
         sampler.stop()
         wire_sampler.stop()
         flows = flows.stop()
-        loss = common.loss_delta(loss_before, common.lab_loss(self.name), rw == "randread")
-        result = common.fio_json(out)
+        loss = loss_model.loss_delta(loss_before, loss_model.lab_loss(self.name), rw == "randread")
+        result = fio_logs.fio_json(out)
         job = result["jobs"][0]
         ddir = "read" if rw == "randread" else "write"
         d = job[ddir]
         # The target's CPU over the window fio counted its bytes in (the
         # drain after the time is up included: so are its bytes); the wire
         # over the window of the bandwidth log the cell's rate comes from.
-        target_cpu = sampler.between(*common.fio_window(result, ddir))
+        target_cpu = sampler.between(*fio_logs.fio_window(result, ddir))
         logs = sorted(self.work.glob(f"{tag}-bw_bw.*.log"))
-        window = common.log_window(result, ddir, logs)
+        window = fio_logs.log_window(result, ddir, logs)
         wire = wire_sampler.mib_s(*window)
         # Stalls on the wire: in the ramp (once I/O first ran at a quarter
         # of the line: set-up before it is not a stall), and in the window,
@@ -85,18 +90,18 @@ class MatrixLab:
         stalls = {"ramp": wire_sampler.holes(first, window[0], self.line_mib_s()),
                   "window": wire_sampler.holes(*window, self.line_mib_s())}
         fio_cpu = (job["usr_cpu"] + job["sys_cpu"]) / 100 * d["runtime"] / 1000
-        steady = common.steady_mib_s(logs)
+        steady = fio_logs.steady_mib_s(logs)
         return {"steady": steady, "fio_cpu": fio_cpu, "target_cpu": target_cpu, "bytes": d["io_bytes"], "wire": wire,
-                "fio_mib_s": d["bw_bytes"] / 1048576, "path_bytes": wire_sampler.path_bytes(), "subflows": common.path_subflows(stats),
+                "fio_mib_s": d["bw_bytes"] / 1048576, "path_bytes": wire_sampler.path_bytes(), "subflows": samplers.path_subflows(stats),
                 "stalls": stalls, "flows": flows, "loss": loss}
 
     def control(self, transport, rw, runtime, ramp, paths=None):
         """The raw control beside an engine run (mpnvme-floor stream): as many
         connections on each path as the engine has there, one per job; with
         its flows and what the loss did to it."""
-        flows, loss_before = common.FlowSampler(self.name, self.paths, common.CONTROL_PORT), common.lab_loss(self.name)
+        flows, loss_before = samplers.FlowSampler(self.name, self.paths, common.CONTROL_PORT), loss_model.lab_loss(self.name)
         out = common.control_stream(self.name, paths or self.paths, transport, rw == "randread", ramp, runtime, per_path=JOBS)
-        return out | {"flows": flows.stop(), "loss": common.loss_delta(loss_before, common.lab_loss(self.name), rw == "randread")}
+        return out | {"flows": flows.stop(), "loss": loss_model.loss_delta(loss_before, loss_model.lab_loss(self.name), rw == "randread")}
 
     def close(self):
         common.stop(self.target)

@@ -30,6 +30,7 @@ import os
 import re
 
 import common
+import fio_logs
 
 NQN = "nqn.2026-11.io.mpnvme:priority"
 RATE_MBIT = 1000
@@ -101,14 +102,14 @@ def fio_run(lab, tag, transport, direction, condition, marking, runtime):
     before = class_bytes(lab.name, side, dev)
     common.run_fio(cmd, tag, cwd=lab.work)
     after = class_bytes(lab.name, side, dev)
-    jobs = {j["jobname"]: j for j in common.fio_json(out)["jobs"]}
+    jobs = {j["jobname"]: j for j in fio_logs.fio_json(out)["jobs"]}
     d = jobs["latency"][direction]
     pct = {k: d["clat_ns"]["percentile"][f] / 1000 for k, f in PERCENTILES}
     # Bytes over time from the bandwidth log, as everywhere in the bench.
-    bulk_mib_s = common.steady_mib_s(sorted(lab.work.glob(f"{tag}-bulk_bw.*.log")), BULK_LOG_MS) if "bulk" in jobs else 0.0
+    bulk_mib_s = fio_logs.steady_mib_s(sorted(lab.work.glob(f"{tag}-bulk_bw.*.log")), BULK_LOG_MS) if "bulk" in jobs else 0.0
     clat_us, times_ms = [], []
     for f in sorted(lab.work.glob(f"{tag}-lat_clat.*.log")):
-        rows = common.log_rows(f)
+        rows = fio_logs.log_rows(f)
         clat_us += [ns / 1000 for _, ns in rows]
         times_ms += [t for t, _ in rows]
     # I/Os over time from the same log (every completion is in it).

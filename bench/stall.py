@@ -18,6 +18,9 @@ had, so the counts before and after the bench's fixes come from one run);
 import os
 
 import common
+import conditions
+import fio_logs
+import samplers
 import multipath_lab
 
 def one(lab, tag, traddr_paths, seconds, extra=()):
@@ -25,14 +28,14 @@ def one(lab, tag, traddr_paths, seconds, extra=()):
     bwlog = lab.work / f"{tag}-bw"
     out = lab.work / f"{tag}.json"
     for side in ("host", "target"):
-        common.nstat(lab.name, side)  # reset the history: the next read is this run's
+        samplers.nstat(lab.name, side)  # reset the history: the next read is this run's
     common.run_fio([*common.lab_fio(lab.name), f"--write_bw_log={bwlog}", "--log_avg_msec=250", "--name=stall",
                     f"--ioengine=external:{common.ENGINE}", f"--traddr={common.lab_paths(traddr_paths)}",
                     f"--subnqn={multipath_lab.NQN}", "--transport=mptcp", "--iopolicy=round-robin", "--rw=randread", "--bs=128k",
                     "--numjobs=4", "--iodepth=256", "--thread=1", "--group_reporting=1", "--time_based=1",
                     f"--runtime={seconds}", "--size=2g", "--output-format=json", f"--output={out}", *extra], tag)
-    counters = {side: common.nstat(lab.name, side) for side in ("host", "target")}
-    per_quarter = common.log_buckets(lab.work.glob(f"{tag}-bw_bw.*.log"), 250)
+    counters = {side: samplers.nstat(lab.name, side) for side in ("host", "target")}
+    per_quarter = fio_logs.log_buckets(lab.work.glob(f"{tag}-bw_bw.*.log"), 250)
     first = sum(per_quarter.get(q, 0) for q in range(1, 5)) / 4
     return {"first_s_mib_s": first, "quarters": [per_quarter.get(q, 0) for q in range(1, 4 * seconds + 1)],
             "counters": counters}
@@ -40,7 +43,7 @@ def one(lab, tag, traddr_paths, seconds, extra=()):
 
 def run(runs, work, variants=False, seconds=4, only=""):
     res = {"runs": runs, "seconds": seconds, "conditions": []}
-    cubic = common.DEFAULT_CC
+    cubic = conditions.DEFAULT_CC
     cases = [("round-robin, one connection per path, endpoints all", 4, "all", cubic, ())]
     if variants:
         cases += [("one MPTCP connection, endpoints all", 1, "all", cubic, ()),
