@@ -5,6 +5,8 @@
 #   make check      unit tests + kernel-lab integration tests (ASan/UBSan build)
 #   make demo       run jobs/demo.fio and print the result
 #   make bench      bench/run all: floors, the matrix, priority pairs, the qemu lab; report and plots
+#   make fuzz       every fuzzer for FUZZ_SECONDS (600) across the CPUs, or until FUZZ_RUNS executions;
+#                   a table of executions, executions/s and coverage (corpus kept in $(BUILD_FUZZ))
 #   make interop    blktests' NVMe tests against nvmet (both modes) and mpnvme-target (MPNVME_BLKTESTS=a
 #                   blktests checkout); the table in $(INTEROP_OUT)/blktests.md
 #   make install    PREFIX=/usr DESTDIR=...
@@ -29,8 +31,11 @@ FIO_SRC ?= $(shell cat .deps/fio-src 2>/dev/null)
 CMAKE_ARGS = -DFIO_SRC="$(FIO_SRC)"
 
 INTEROP_OUT ?= /tmp/mpnvme-interop
+BUILD_FUZZ ?= build-fuzz
+FUZZ_SECONDS ?= 600
+FUZZ_RUNS ?=
 
-.PHONY: all deps build check demo bench interop install deb dist package-check format clean
+.PHONY: all deps build check demo bench fuzz interop install deb dist package-check format clean
 
 all: build
 
@@ -59,6 +64,9 @@ demo: deps build
 bench: deps build
 	@./bench/run all $(BENCH_ARGS)
 
+fuzz: deps
+	@./tests/fuzz/volume.sh . $(BUILD_FUZZ) $(FUZZ_SECONDS) $(FUZZ_RUNS)
+
 interop: deps build
 	@./tests/kernel/blktests/run.sh $(BUILD) --out $(INTEROP_OUT) $(INTEROP_ARGS)
 
@@ -79,4 +87,4 @@ format:
 	@git ls-files '*.cpp' '*.hpp' '*.c' '*.h' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD) $(BUILD_CHECK)
+	rm -rf $(BUILD) $(BUILD_CHECK) $(BUILD_FUZZ)

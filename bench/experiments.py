@@ -16,6 +16,7 @@ import guest_depth
 import guest_lossy
 import matrix
 import priority
+import soak
 import stall
 
 
@@ -110,6 +111,14 @@ def _depth(ctx):
                                      keep=lambda done: ctx.keep("depth", done))}
 
 
+def _soak(ctx):
+    minutes = ctx.args.minutes or (2 if ctx.args.smoke else 30)
+    print(f"bench: soak, {minutes} min -> {ctx.out}", flush=True)
+    res = soak.run(minutes, ctx.work, seed=ctx.args.seed)
+    ctx.keep("soak", res)
+    return {"soak": res}
+
+
 def _compare(ctx):
     print(f"bench: compare {' '.join(ctx.args.refs)}, {ctx.runs} interleaved run(s) each -> {ctx.out}", flush=True)
     return {"compare": compare.run(ctx.args.refs, ctx.runs, ctx.work)}
@@ -143,6 +152,11 @@ EXPERIMENTS = (
                "engine, its raw control and the kernel host with where the guest's CPU goes (cpu), a depth sweep with its plot "
                "(sweep: sweep-mptcp and sweep-tcp, a boot each), the headline cells (headline), lossy TCP (tcp), equal flows (equal), in-capsule writes on both targets (inline), the host cross-check (host); --case picks, --smp the vCPUs",
                root=True, in_all=False, run=_depth, report=lambda r, ctx: guest_depth.report(r["depth"], ctx.out)),
+    Experiment("soak", "verified I/O for --minutes (30) on lossy lab paths, multipath over TCP beside one MPTCP "
+               "connection, while faults come at random from --seed (blackholes, carrier loss, loss bursts, rate drops, a "
+               "target restart, ANA, control-socket changes): errors, verify failures, failovers, stalls, and RSS and "
+               "descriptors of fio and the target over time",
+               root=True, in_all=False, run=_soak, report=lambda r, ctx: soak.report(r["soak"], soak.plot(r["soak"], ctx.out))),
     Experiment("compare", "two git revisions (bench/run compare REF1 REF2): the same 1 GiB transfer, interleaved N "
                "times (default 10), each run's actual / ideal time at the lab's line rate, and whether the "
                "difference is within the run-to-run noise; QD1 and QD32 on loopback as ratios to the floor of each round",

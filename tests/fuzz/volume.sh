@@ -1,0 +1,49 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+# make fuzz: every fuzzer for a given time (or a given number of
+# executions), each from its seed corpus and then from the corpus it grew
+# in earlier runs (kept in the build directory, never in the checkout),
+# with libFuzzer's -jobs across the CPUs. One table row per fuzzer:
+# executions, executions per second, coverage (cov: edges, ft: features),
+# corpus size and findings. A finding stops nothing: every fuzzer runs,
+# the command fails at the end, and the reproducer stays in the fuzzer's
+# directory (keep it as a seed once fixed).
+#   volume.sh SOURCE_DIR BUILD_DIR SECONDS [RUNS]
+# RUNS (executions per fuzzer) ends a fuzzer early once reached.
+set -uo pipefail
+(($# >= 3)) || { echo "usage: volume.sh SOURCE_DIR BUILD_DIR SECONDS [RUNS]" >&2; exit 2; }
+src=$1 out=$2 secs=$3 runs=${4:-}
+[[ $secs =~ ^[1-9][0-9]*$ ]] || { echo "volume.sh: SECONDS '$secs': a whole number of seconds" >&2; exit 2; }
+[[ -z $runs || $runs =~ ^[1-9][0-9]*$ ]] || { echo "volume.sh: RUNS '$runs': a whole number of executions" >&2; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd)
+fuzzers=(target_pdus:seeds.py host_queue:seeds_host.py dhchap:seeds_dhchap.py tls_server:seeds_tls.py
+  control:seeds_control.py reservations:seeds_reservations.py)
+cmake -S "$src" -B "$out" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DMPNVME_FUZZ=ON >/dev/null || exit 1
+cmake --build "$out" -j"$(nproc)" --target $(printf 'fuzz_%s ' "${fuzzers[@]%%:*}") >/dev/null || exit 1
+jobs=$(nproc)
+found=0
+printf '| fuzzer | seconds | executions | executions/s | cov | ft | corpus | findings |\n|---|---|---|---|---|---|---|---|\n'
+for f in "${fuzzers[@]}"; do
+  name=fuzz_${f%%:*} seeds=$here/${f#*:}
+  work=$out/volume/$name
+  mkdir -p "$work/corpus" "$work/seeds" "$work/logs"
+  python3 "$seeds" "$work/seeds" >/dev/null
+  rm -f "$work"/logs/*
+  start=$SECONDS
+  # -jobs: one process per CPU, each for SECONDS (or RUNS / jobs
+  # executions), merging into one corpus; the seeds are read, not written.
+  (cd "$work/logs" && "$out/tests/fuzz/$name" -jobs="$jobs" -workers="$jobs" -max_total_time="$secs" \
+    ${runs:+-runs=$(((runs + jobs - 1) / jobs))} -max_len=65536 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$work/" "$work/corpus" "$work/seeds" >/dev/null 2>&1)
+  took=$((SECONDS - start))
+  execs=$(cat "$work"/logs/fuzz-*.log 2>/dev/null | awk '/stat::number_of_executed_units/ { s += $2 } END { print s + 0 }')
+  cov=$(cat "$work"/logs/fuzz-*.log 2>/dev/null | grep -o 'cov: [0-9]*' | awk '{ if ($2 > m) m = $2 } END { print m + 0 }')
+  ft=$(cat "$work"/logs/fuzz-*.log 2>/dev/null | grep -o 'ft: [0-9]*' | awk '{ if ($2 > m) m = $2 } END { print m + 0 }')
+  findings=$(find "$work" -maxdepth 1 \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
+  ((findings)) && found=1
+  printf '| %s | %d | %d | %d | %d | %d | %d | %s |\n' "$name" "$took" "$execs" "$((execs / (took > 0 ? took : 1)))" \
+    "$cov" "$ft" "$(find "$work/corpus" -type f | wc -l)" "$( ((findings)) && echo "**$findings** in $work" || echo 0)"
+done
+((found)) && { echo "FAIL: a fuzzer found a problem; the reproducers are beside its corpus"; exit 1; }
+exit 0
