@@ -80,7 +80,7 @@ def _guest(ctx):
             results[key] = done[0]
         else:
             results[key] = guest.run(a.full, ctx.runs, ctx.work, smoke=a.smoke, kernel=kernel,
-                                     policies=guest.ALL_POLICIES if a.policies == "all" else None)
+                                     policies=guest.ALL_POLICIES if a.policies == "all" else None, out=ctx.out)
             results[key]["plan"] = plan
         ctx.keep(key, results[key])
     return results
@@ -100,7 +100,7 @@ def _stall(ctx):
 def _lossy(ctx):
     kernel = (ctx.args.kernel or ["6.12"])[0]
     print(f"bench: lossy (qemu kernel lab, {kernel}), {min(ctx.runs, 3)} run(s) per figure -> {ctx.out}", flush=True)
-    return {"lossy": guest_lossy.run(ctx.runs, ctx.work, kernel=kernel)}
+    return {"lossy": guest_lossy.run(ctx.runs, ctx.work, kernel=kernel, out=ctx.out)}
 
 
 def _depth(ctx):
@@ -108,7 +108,7 @@ def _depth(ctx):
     print(f"bench: depth (qemu kernel lab, {kernel}, {ctx.args.smp} vCPU), {ctx.runs} run(s) per figure -> {ctx.out}",
           flush=True)
     return {"depth": guest_depth.run(ctx.runs, ctx.work, kernel, case=ctx.args.case, smp=ctx.args.smp,
-                                     keep=lambda done: ctx.keep("depth", done))}
+                                     keep=lambda done: ctx.keep("depth", done), out=ctx.out)}
 
 
 def _soak(ctx):

@@ -31,6 +31,7 @@ import time
 import common
 import loss_model
 import guest_pairs
+import progress
 from published import PUBLISHED, mbit_to_mib_s
 
 # Per path inside the guest: the one emulated vCPU (the 6.12 kernel does
@@ -141,7 +142,7 @@ class Shape:
         return 5 * self.scale
 
 
-def run(full, runs, work, smoke=False, kernel="6.12", policies=None):
+def run(full, runs, work, smoke=False, kernel="6.12", policies=None, out=None):
     """smoke: the lossy condition only, 2 paths, the engine's and the
     kernel's TCP round-robin reads, 2 s runs: the functional check make
     check runs (each controller's set-up costs about ten 250 ms round trips
@@ -156,7 +157,7 @@ def run(full, runs, work, smoke=False, kernel="6.12", policies=None):
     # Each guest run costs its runtime and about 20 s of set-up under
     # emulation: --full (3 policies, the one-connection cells) takes 3 runs
     # per figure, about 80 minutes, not the 5 of the other experiments.
-    return execute(shape, min(runs, 3), work, kernel)
+    return execute(shape, min(runs, 3), work, kernel, out=out)
 
 
 def pair_cells(chosen, kernel_mptcp):
@@ -204,8 +205,11 @@ def prepare(kernel, env):
     return r.stdout.strip().splitlines()[-1]
 
 
-def execute(shape, runs, work, kernel, name="guest"):
-    """The shape's plan in one guest boot; its results (parse)."""
+def execute(shape, runs, work, kernel, name="guest", out=None):
+    """The shape's plan in one guest boot; its results (parse). The guest's
+    result lines go to out/NAME-KERNEL-console.log (the results directory),
+    and the screen shows where the plan is: run N of M, the cell, the time
+    gone and what is left, with the guest's notes and failures above it."""
     paths, runtime, ramp, conditions, rws, chosen = shape.paths, shape.runtime, shape.ramp, shape.conditions, shape.rws, shape.cells
     binaries = guest_binaries()
     # MPNVME_LAB_KERNEL: 6.12, latest (Debian unstable's cloud kernel) or a
@@ -259,13 +263,26 @@ def execute(shape, runs, work, kernel, name="guest"):
         budget = run_budget(shape, plan)
         deadline = time.monotonic() + budget
         seen = 0
+        tags = {p.split()[-1] for p in plan}
+        bar = progress.Progress(f"{name} ({kernel})", len(plan))
+        kept = (out / f"{name}-{re.sub(r'[^A-Za-z0-9.]', '_', kernel)}-console.log") if out else None
+        done = 0
         while True:
             text = console.read_text(errors="replace")
             lines = [x for x in text.splitlines() if x.startswith("BENCH ")]
+            if kept:
+                with open(kept, "a") as f:
+                    f.writelines(x + "\n" for x in lines[seen:])
             for x in lines[seen:]:
-                print(f"  guest: {x[6:200]}", flush=True)
+                tag = x.split(" ", 2)[1] if " " in x[6:] else ""
+                if tag in tags:
+                    done += 1
+                    bar.step(done, tag)
+                elif re.search(r"fail|note|unfinished", tag) or not kept:
+                    bar.say(f"  guest: {x[6:200]}")
             seen = len(lines)
             if "BENCH-DONE" in text:
+                bar.done()
                 break
             if time.monotonic() > deadline:
                 # What finished is kept (an hour of runs outlives one that

@@ -153,7 +153,7 @@ def host_cross_check(runs, work):
         lab.close()
 
 
-def run(runs, work, kernel, case="", smp=1, keep=None):
+def run(runs, work, kernel, case="", smp=1, keep=None, out=None):
     """keep(out) is called after each case, so a long run that is stopped
     keeps the cases it finished in results.json."""
     out = {}
@@ -173,7 +173,7 @@ def run(runs, work, kernel, case="", smp=1, keep=None):
         shape = dataclasses.replace(shape, raw_after_engine=not sweep, mem_mib=DEPTH_MEM_MIB,
                                     **stretched_timeouts(shape))
         print(f"  depth: {name} ({len(shape.cells)} cells x {len(rws)} directions x {n} run(s), {smp} vCPU)", flush=True)
-        out[name] = guest.execute(shape, n, work, kernel, name=f"depth-{name}")
+        out[name] = guest.execute(shape, n, work, kernel, name=f"depth-{name}", out=out)
         if keep:
             keep(out)
     return out

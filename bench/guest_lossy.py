@@ -31,12 +31,12 @@ CELLS = ENGINE + [("raw", t, p) for _, t, p in ENGINE]
 INLINE = [("engine", t, "round-robin") for t in ("tcp", "mptcp")] + [("raw", t, "round-robin") for t in ("tcp", "mptcp")]
 
 
-def run(runs, work, kernel="6.12"):
+def run(runs, work, kernel="6.12", out=None):
     print("  lossy: depth and policy, reads and writes", flush=True)
-    main = guest.execute(guest.Shape(conditions=("lossy",), cells=list(CELLS)), min(runs, 3), work, kernel, name="lossy")
+    main = guest.execute(guest.Shape(conditions=("lossy",), cells=list(CELLS)), min(runs, 3), work, kernel, name="lossy", out=out)
     print("  lossy: writes with 128 KiB in the capsule (no R2T)", flush=True)
     inline = guest.execute(guest.Shape(conditions=("lossy-inline",), rws=("randwrite",), cells=list(INLINE)), min(runs, 3), work,
-                           kernel, name="lossy-inline")
+                           kernel, name="lossy-inline", out=out)
     return {"main": main, "inline": inline}
 
 

@@ -14,6 +14,13 @@ trap 'rm -rf "$out"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 "$root/bench/run" guest --smoke --out "$out" >"$out/run.log" 2>&1 || { tail -30 "$out/run.log"; fail "bench/run guest"; }
 json=$out/results.json
+# Where the plan is, not the guest's result lines, on the screen; those go
+# to the results directory.
+grep -qE '^guest \(6\.12\): run [0-9]+ of [0-9]+, [0-9:]+ gone' "$out/run.log" || fail "no progress lines: $(head -5 "$out/run.log")"
+grep -q '^  guest: .*"mib_s"' "$out/run.log" && fail "the guest's per-run JSON reached the screen"
+console=$(ls "$out"/guest-6.12-console.log 2>/dev/null) && grep -q '"mib_s"' "$console" ||
+  fail "the guest's result lines are not in the results directory: $(ls "$out")"
+echo "ok: progress on the screen, the guest's $(grep -c . "$console") result lines in $(basename "$console")"
 jq -e '.guest.cells | length == 3' "$json" >/dev/null || fail "expected 3 cells: $(jq -c '.guest.cells' "$json")"
 for side in engine kernel raw; do
   mib=$(jq -r --arg s "$side" '.guest.cells[] | select(.side == $s) | .randread.mib_s.median // "none"' "$json")

@@ -80,6 +80,31 @@ declare -A note=()
 
 guest_tests=$(echo "$tests" | tr -d ' ')
 
+# follow_results TOTAL TIMEOUT: until the guest's job is done, where the
+# run is: each result blktests printed (test N of TOTAL, the target, the
+# time gone and an estimate of what is left); redrawn on a terminal, a
+# line per result otherwise.
+follow_results() {
+  local total=$1 limit=$(($2 + SECONDS)) shown=0 start=$SECONDS results line n gone left target
+  while ((SECONDS < limit)); do
+    results=$(console | grep -aE '^(BLKTESTS-RUN |nvme/[0-9]+ .*\]$)')
+    n=$(grep -cE '^nvme/' <<<"$results")
+    if ((n > shown)); then
+      line=$(grep -E '^nvme/' <<<"$results" | tail -1)
+      target=$(grep -E '^BLKTESTS-RUN ' <<<"$results" | tail -1 | cut -d' ' -f2)
+      gone=$((SECONDS - start)) left=$(((SECONDS - start) * (total - n) / n))
+      printf -v line '%s of %s, %d:%02d gone, about %d:%02d left: %s: %s %s' "$n" "$total" $((gone / 60)) $((gone % 60)) \
+        $((left / 60)) $((left % 60)) "$target" "${line%% *}" "${line##* }"
+      if [[ -t 1 ]]; then printf '\r\033[Kblktests %s' "$line"; else echo "blktests: $line"; fi
+      shown=$n
+    fi
+    seen 'LAB-JOB-DONE' && { [[ -t 1 ]] && echo; return 0; }
+    sleep 2
+  done
+  [[ -t 1 ]] && echo
+  fail "guest did not print /LAB-JOB-DONE/ within $2 s"
+}
+
 # run_guest: blktests in the guest against mpnvme-target on this machine;
 # the console in `log`.
 run_guest() {
@@ -122,7 +147,7 @@ run_guest() {
     debian_guest_start "$here/guest.sh" "port=$port ctl=$ctl_port targets=$targets tests=$guest_tests img=$img" \
     "$state/blktests.tar.gz" "$state/mpnvme-blktests-control"
   echo "blktests $(cd "$blktests" && git describe --always 2>/dev/null || echo '(not a git checkout)') in the guest; up to $minutes min"
-  wait_for 'LAB-JOB-DONE' $((minutes * 60))
+  follow_results $(($(tr ',' '\n' <<<"$guest_tests" | wc -l) * $(tr ',' '\n' <<<"$targets" | wc -l))) $((minutes * 60))
   log=$(console)
 }
 
