@@ -14,6 +14,10 @@
 # guest's console into OUT.
 #   blktests/run.sh BUILD_DIR [--tests 010,041] [--targets nvmet,nvmet-remote,mpnvme-target]
 #               [--img-size 350m] [--out DIR] [--require 010,041] [--from-console FILE,...]
+#               [--minutes N]
+# --minutes bounds the guest's run (default 3 per test and target, and 3
+# to boot): under a caller's own limit (ctest's TIMEOUT), so that a hung
+# run still ends with its console and the target's log shown.
 # --from-console runs nothing: it writes the table from consoles kept by
 # earlier runs (--out), each test at its result in the last of them that
 # ran it (a rerun after a fix replaces the first run's row). The checks
@@ -25,7 +29,7 @@
 # passed against every target; 1 otherwise; 77 without MPNVME_BLKTESTS.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-usage="usage: blktests/run.sh BUILD_DIR [--tests LIST] [--targets LIST] [--img-size SIZE] [--out DIR] [--require LIST] [--from-console FILE,...]"
+usage="usage: blktests/run.sh BUILD_DIR [--tests LIST] [--targets LIST] [--img-size SIZE] [--out DIR] [--require LIST] [--from-console FILE,...] [--minutes N]"
 (($# >= 1)) || { echo "$usage" >&2; exit 2; }
 build=$1
 shift
@@ -33,14 +37,15 @@ shift
 # docs/testing.md: loop-only, PCI and device tests are not).
 tcp_tests=003,004,005,006,008,010,012,014,018,019,021,022,023,025,026,027,028,029,030,031,033,034,035,036,037,038
 tcp_tests+=,040,041,042,043,044,045,047,048,051,054,056,057,058,060,061,062,063,065,068,069
-tests=$tcp_tests targets=nvmet,nvmet-remote,mpnvme-target img=350m out="" require="" consoles=""
+tests=$tcp_tests targets=nvmet,nvmet-remote,mpnvme-target img=350m out="" require="" consoles="" limit=""
 while (($#)); do
   case $1 in
-    --tests | --targets | --img-size | --out | --require | --from-console)
+    --tests | --targets | --img-size | --out | --require | --from-console | --minutes)
       (($# >= 2)) || { echo "blktests/run.sh: $1 needs a value" >&2; exit 2; }
       case $1 in
         --tests) tests=$2 ;; --targets) targets=$2 ;; --img-size) img=$2 ;; --out) out=$2 ;; --require) require=$2 ;;
         --from-console) consoles=$2 ;;
+        --minutes) limit=$2 ;;
       esac
       shift 2 ;;
     *) echo "blktests/run.sh: unknown option '$1'" >&2; exit 2 ;;
@@ -50,6 +55,7 @@ done
 [[ $targets =~ ^(nvmet|nvmet-remote|mpnvme-target)(,(nvmet|nvmet-remote|mpnvme-target))*$ ]] ||
   { echo "blktests/run.sh: --targets $targets: expected a list of nvmet, nvmet-remote, mpnvme-target" >&2; exit 2; }
 [[ $img =~ ^[0-9]+[kmg]$ ]] || { echo "blktests/run.sh: --img-size $img: expected a size like 350m" >&2; exit 2; }
+[[ -z $limit || $limit =~ ^[1-9][0-9]*$ ]] || { echo "blktests/run.sh: --minutes $limit: a whole number of minutes" >&2; exit 2; }
 for f in ${consoles//,/ }; do
   [[ -r $f ]] || { echo "blktests/run.sh: --from-console $f: no such readable file" >&2; exit 2; }
 done
@@ -142,7 +148,7 @@ run_guest() {
   # Two vCPUs: nvme/048 asks for more than one. Debian's newest kernel:
   # blktests follows the kernel's newest NVMe features.
   export MPNVME_LAB_SMP=${MPNVME_LAB_SMP:-2}
-  minutes=$((3 + $(tr ',' '\n' <<<"$guest_tests" | wc -l) * $(tr ',' '\n' <<<"$targets" | wc -l) * 3))
+  minutes=${limit:-$((3 + $(tr ',' '\n' <<<"$guest_tests" | wc -l) * $(tr ',' '\n' <<<"$targets" | wc -l) * 3))}
   MPNVME_LAB_GUESTFWD="$ctl_port=$build/mpnvme-target/mpnvme-target ctl $state/control -" \
     debian_guest_start "$here/guest.sh" "port=$port ctl=$ctl_port targets=$targets tests=$guest_tests img=$img" \
     "$state/blktests.tar.gz" "$state/mpnvme-blktests-control"
@@ -171,7 +177,8 @@ result() {
 if [[ -n $consoles ]]; then
   fail() { echo "FAIL: $*"; exit 1; }
   mkdir -p "$out" || exit 2
-  log=$(for f in ${consoles//,/ }; do tr -d '\r' <"$f"; done)
+  log=$([[ -z $limit || $limit =~ ^[1-9][0-9]*$ ]] || { echo "blktests/run.sh: --minutes $limit: a whole number of minutes" >&2; exit 2; }
+for f in ${consoles//,/ }; do tr -d '\r' <"$f"; done)
 else
   run_guest
 fi
