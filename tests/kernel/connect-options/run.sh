@@ -5,7 +5,7 @@
 # size, I/O queue count, reconnect settings and host NQN (seen in the
 # controller's sysfs), and names the option it cannot carry. Two vCPUs, so
 # that the job's one I/O queue differs from the kernel's one per CPU.
-#   connect-options.sh BUILD_DIR
+#   tests/kernel/connect-options/run.sh BUILD_DIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1

@@ -6,7 +6,7 @@
 # on request and read again; bidirectional
 # (the host checks the target's answer); a host with a key configured is
 # refused without one and with the wrong one, and the target logs why.
-#   host-auth.sh BUILD_DIR
+#   tests/kernel/host-auth/run.sh BUILD_DIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1

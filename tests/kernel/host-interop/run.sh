@@ -5,7 +5,7 @@
 # write/read, a path cut with I/O failing over, an ANA change, a silent
 # blackhole of one path (in the guest, so that its TCP meets it) with I/O
 # failing over, an orderly disconnect.
-#   host-interop.sh BUILD_DIR
+#   tests/kernel/host-interop/run.sh BUILD_DIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1

@@ -7,7 +7,7 @@
 # (libnvme's older derivation) are recognised by their identity's digest;
 # a plaintext host is refused by the TLS port, and a key the target does
 # not have fails the handshake, each logged with the reason.
-#   host-tls.sh BUILD_DIR
+#   tests/kernel/host-tls/run.sh BUILD_DIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1

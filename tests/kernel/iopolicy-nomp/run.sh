@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 # mpnvme-iopolicy on a kernel booted with native NVMe multipath off.
-#   iopolicy-nomp.sh BUILD_DIR
+#   tests/kernel/iopolicy-nomp/run.sh BUILD_DIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1

@@ -5,7 +5,7 @@
 # traffic keys the engine installs must match what GnuTLS in tlshd gave
 # nvmet), and mpnvme-target's kernel TLS against the engine's user-space
 # records (OpenSSL's) and against its kernel TLS, each with verified I/O.
-#   ktls.sh BUILD_DIR
+#   tests/kernel/ktls/run.sh BUILD_DIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1

@@ -7,7 +7,7 @@
 # errors); nvme-cli's discover and connect-all over MPTCP against both
 # targets, mpnvme-target's entries (--discovery-trtype-mptcp) read as
 # nvmet's. The guest side is guest.sh.
-#   mptcp-pairs.sh BUILD_DIR
+#   tests/kernel/mptcp-pairs/run.sh BUILD_DIR
 # Environment: MPNVME_MPTCP_KERNEL, a lab kernel directory (vmlinuz,
 # lib/modules) whose NVMe host and target have the mptcp transport
 # (qemu-lab/build-kernel makes one). Unset: the test is not run.

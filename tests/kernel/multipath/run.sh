@@ -9,7 +9,7 @@
 # bidirectional DH-HMAC-CHAP: path 2's reconnect authenticates again (nvmet
 # serves no I/O on a queue that has not). Everything runs in a network namespace
 # this test creates, so the drop rule touches nothing else.
-#   multipath.sh BUILD_DIR
+#   tests/kernel/multipath/run.sh BUILD_DIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1

@@ -4,7 +4,7 @@
 # two-path job on the guest's nvmet, run the engine from this machine against
 # it with the same job file, connect the guest's kernel host, every iopolicy
 # with its per-path I/O split, the error paths, save/clear/restore.
-#   nvmet-toolkit.sh BUILD_DIR
+#   tests/kernel/nvmet-toolkit/run.sh BUILD_DIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1

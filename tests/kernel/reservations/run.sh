@@ -5,7 +5,7 @@
 # same nvme-cli reservation commands and reads and writes to nvmet in the
 # guest and to mpnvme-target on the machine (guest.sh); each
 # target's outcomes and Reservation Reports must be the same, line by line.
-#   reservations.sh BUILD_DIR
+#   tests/kernel/reservations/run.sh BUILD_DIR
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$1
