@@ -24,6 +24,7 @@ import common
 import conditions
 import fio_logs
 import floor_experiment
+import progress
 
 NQN = "nqn.2026-11.io.mpnvme:compare"
 RATE_MBIT, PATHS, SIZE = 1000, 2, 1 << 30
@@ -121,14 +122,17 @@ def run(refs, runs, work):
     # By position, not by name: the same revision twice (an A/A run) shows
     # the noise floor of the method.
     samples = [[], []]
+    bar = progress.Progress("compare", 2 * runs)
     try:
         for i in range(runs):
             for k in turns(i):
                 ref, (sha, build_dir) = refs[k], builds[k]
                 actual, ideal = one_run(lab, build_dir, f"{k}-{sha[:12]}-{i}", work)
                 samples[k].append((actual, ideal))
-                print(f"  run {i + 1} {ref}: {actual:.3f} s, ideal {ideal:.3f} s, ratio {actual / ideal:.4f}", flush=True)
+                bar.say(f"  run {i + 1} {ref}: {actual:.3f} s, ideal {ideal:.3f} s, ratio {actual / ideal:.4f}")
+                bar.step(len(samples[0]) + len(samples[1]), f"{ref} run {i + 1}")
     finally:
+        bar.done()
         common.lab_down(lab)
     res = {"refs": [], "runs": runs, "workload": f"{SIZE >> 20} MiB of 128 KiB writes, QD8, MPTCP over {PATHS} x {RATE_MBIT} Mbit"}
     for ref, (sha, _), s in zip(refs, builds, samples):

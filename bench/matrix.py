@@ -34,6 +34,7 @@ import common
 import conditions
 import fio_logs
 import loss_model
+import progress
 import samplers
 from published import PUBLISHED, mbit_to_mib_s  # noqa: F401 (the report uses both)
 from multipath_lab import JOBS, NQN, MatrixLab
@@ -183,7 +184,30 @@ def path_cut(lab, tag, transport, iopolicy, seconds, paths=None, fault="link"):
             "stale_loss_cnt": lab.lab("exec", "host", "sysctl", "-n", "net.mptcp.stale_loss_cnt").strip()}
 
 
-def matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, policies, lossy_delay):
+class Cells:
+    """The cells of a matrix run, counted as they finish, for bench/progress."""
+
+    def __init__(self, total):
+        self.done, self.bar = 0, progress.Progress("matrix", total)
+
+    def finished(self, tag):
+        self.done += 1
+        self.bar.step(self.done, tag)
+
+
+def planned_cells(smoke, ccs, policies):
+    """How many cells run() measures: per congestion control, each loss
+    shape's transports x policies and its one-connection cell (and, for
+    cubic's lossless shape outside smoke, the four path cuts and the
+    segment cost, and the cut with the older endpoint setup); the TLS
+    cells; the unequal paths outside smoke."""
+    shapes = 2 if smoke else 3
+    per_cc = shapes * (2 * len(policies) + 1)
+    cuts = 0 if smoke else 6
+    return len(ccs) * per_cc + cuts + (1 if smoke else 2) + (0 if smoke else 6)
+
+
+def matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, policies, lossy_delay, cells):
     """The lossless and lossy matrix under congestion control `cc`."""
     name = f"b{os.getpid()}{cc[:4]}"
     pre = "" if cc == conditions.DEFAULT_CC else f"{cc}-"
@@ -204,22 +228,26 @@ def matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, polici
                     n = runs if smoke or pol != "round-robin" else max(runs, HEADLINE_RUNS)
                     res["matrix"].append(cell(lab, f"{pre}{condition_tag}-{transport}-{pol}", transport, pol, n, runtime, ramp,
                                               condition))
+                    cells.finished(f"{pre}{condition_tag}-{transport}-{pol}")
             # MPTCP alone: one connection (path 1), the subflows spread it over all paths.
             res["extra"].append(cell(lab, f"{pre}{condition_tag}-mptcp-one-connection", "mptcp", "numa", runs, runtime, ramp,
                                      condition, paths=1) | {"case": f"one MPTCP connection for {npaths} paths"})
+            cells.finished(f"{pre}{condition_tag}-mptcp-one-connection")
             if condition == "lossless" and not smoke and cc == conditions.DEFAULT_CC:
                 for transport, pol in (("tcp", "round-robin"), ("mptcp", "round-robin")):
                     for fault in ("link", "blackhole"):
                         res["path_cut"].append(path_cut(lab, f"cut-{fault}-{transport}-{pol}", transport, pol, 12 if full else 9,
                                                         fault=fault))
+                        cells.finished(f"cut-{fault}-{transport}-{pol}")
                 res["segment_cost"] = segment_cost(lab, runtime, ramp)
+                cells.finished("segment cost")
         finally:
             lab.close()
 
 
 
 
-def tls_cells(res, runs, work, runtime, ramp, rate, npaths, smoke):
+def tls_cells(res, runs, work, runtime, ramp, rate, npaths, smoke, cells):
     """The lossless round-robin cells again with every port requiring TLS 1.3
     (TLS_AES_128_GCM_SHA256; user-space records: kernel TLS takes no MPTCP
     socket and this kernel may have no tls module), beside their plaintext
@@ -233,6 +261,7 @@ def tls_cells(res, runs, work, runtime, ramp, rate, npaths, smoke):
         for transport in ("mptcp",) if smoke else ("tcp", "mptcp"):
             res["tls"].append(cell(lab, f"tls-lossless-{transport}-round-robin", transport, "round-robin", runs, runtime, ramp,
                                    "lossless") | {"case": "TLS 1.3, user-space records"})
+            cells.finished(f"tls-lossless-{transport}-round-robin")
     finally:
         lab.close()
 
@@ -248,10 +277,12 @@ def run(full, runs, work, smoke=False, ccs=(conditions.DEFAULT_CC,)):
     res = {"matrix": [], "extra": [], "path_cut": [], "tls": [], "lossy": {"loss_pct": 0.5, "delay_ms": lossy_delay},
            "runtime_s": runtime, "rate_mbit": rate, "paths": npaths}
     res["ccs"] = list(ccs)
+    cells = Cells(planned_cells(smoke, ccs, policies))
     for cc in ccs:
-        matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, policies, lossy_delay)
-    tls_cells(res, runs, work, runtime, ramp, rate, npaths, smoke)
+        matrix(res, cc, full, runs, work, smoke, runtime, ramp, rate, npaths, policies, lossy_delay, cells)
+    tls_cells(res, runs, work, runtime, ramp, rate, npaths, smoke, cells)
     if smoke:
+        cells.bar.done()
         return res
     lab = MatrixLab(f"b{os.getpid()}uneq", [1000, 100], work)
     try:
@@ -259,8 +290,10 @@ def run(full, runs, work, smoke=False, ccs=(conditions.DEFAULT_CC,)):
                                ("mptcp", "round-robin"), ("mptcp", "service-time")):
             res["extra"].append(cell(lab, f"unequal-{transport}-{pol}", transport, pol, runs, runtime, ramp, "lossless")
                                 | {"case": "unequal paths 1000 + 100 Mbit"})
+            cells.finished(f"unequal-{transport}-{pol}")
         res["extra"].append(cell(lab, "unequal-mptcp-one-connection", "mptcp", "numa", runs, runtime, ramp, "lossless", paths=1)
                             | {"case": "unequal paths 1000 + 100 Mbit, one MPTCP connection"})
+        cells.finished("unequal-mptcp-one-connection")
     finally:
         lab.close()
     # The MPTCP cut again with the lab's older endpoint setup (none on path
@@ -268,8 +301,10 @@ def run(full, runs, work, smoke=False, ccs=(conditions.DEFAULT_CC,)):
     lab = MatrixLab(f"b{os.getpid()}oth", [rate] * npaths, work, endpoints="others")
     try:
         res["path_cut"].append(path_cut(lab, "cut-link-mptcp-round-robin-others", "mptcp", "round-robin", 12 if full else 9))
+        cells.finished("cut-link-mptcp-round-robin-others")
     finally:
         lab.close()
+    cells.bar.done()
     return res
 
 

@@ -15,14 +15,15 @@ def clock(seconds):
 
 class Progress:
     """Steps of a known count (runs, or seconds of a soak). step(n, what)
-    says where the experiment is; done() ends the bar's line. The estimate
+    says where the experiment is (n steps done; unit names them: "run N of
+    M", or "N of M done" without one); done() ends the bar's line. The estimate
     is the mean time per step so far times the steps left, or, when the
     total is a duration (seconds=True), the time left of it."""
 
     WIDTH = 24
 
-    def __init__(self, what, total, seconds=False, out=None):
-        self.what, self.total, self.seconds = what, max(1, total), seconds
+    def __init__(self, what, total, seconds=False, out=None, unit="run"):
+        self.what, self.total, self.seconds, self.unit = what, max(1, total), seconds, unit
         self.out = out or sys.stderr
         self.tty = self.out.isatty()
         self.start = time.monotonic()
@@ -35,7 +36,7 @@ class Progress:
             where = f"{clock(n)} of {clock(self.total)}"
         else:
             left = gone / n * (self.total - n) if n else None
-            where = f"run {n} of {self.total}"
+            where = f"{self.unit} {n} of {self.total}" if self.unit else f"{n} of {self.total} done"
         rest = "estimating" if left is None else f"about {clock(left)} left"
         if self.tty:
             filled = int(self.WIDTH * min(n, self.total) / self.total)
