@@ -28,7 +28,10 @@ run() { # NAME PORT MODE
   [ $rc = 0 ] || tail -5 /tmp/$1.out | sed "s/^/KTLS $1 /"
 }
 scenario() {
-  sleep 1
+  # Both servers up before the first client: the target's ready line, and
+  # tlshd running for nvmet's handshakes.
+  wait_until 30 target-ready grep -q 'mpnvme-target: ready' /tmp/target.log &&
+    wait_until 30 tlshd pgrep -f tlshd || { echo "KTLS done"; return 1; }
   run nvmet 4430 ktls
   run target-user 4431 user
   run target-ktls 4431 ktls

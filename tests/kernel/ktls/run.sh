@@ -13,7 +13,7 @@ state=$(mktemp -d /tmp/mpnvme-ktls.XXXXXX)
 source "$here/../../../qemu-lab/machine.sh"
 cleanup() { "$qemu_lab/lab.sh" stop "$state"; rm -rf "$state"; }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; echo "--- guest console"; console | grep -a 'KTLS\|tlshd'; exit 1; }
+fail() { echo "FAIL: $*"; echo "--- guest console"; console | grep -a 'KTLS\|tlshd\|timed-out'; exit 1; }
 engine=$build/engine/fio-mpnvme.so
 # An ASan-built engine needs the sanitizer runtime preloaded into fio.
 ldd "$engine" | grep -o '/[^ ]*libasan\.so[^ ]*' >"$state/preload" || : >"$state/preload"
