@@ -17,6 +17,7 @@
 #include "lib/base/cli.hpp"
 #include "lib/base/log.hpp"
 #include "mpnvme-target/control/control.hpp"
+#include "mpnvme-target/core/ram_budget.hpp"
 #include "mpnvme-target/inline_secrets.hpp"
 #include "mpnvme-target/transport/descriptor_room.hpp"
 #include "mpnvme-target/transport/reactor.hpp"
@@ -33,6 +34,9 @@ struct Cli {
   uint32_t inline_data_size = 16384, queue_size = 128, maxh2cdata = 128 * 1024;
   unsigned threads = 1, mdts = TargetConfig{}.mdts;
   unsigned max_connections = 4096, max_connections_per_address = 512;
+  uint32_t max_subsystems = TargetLimits{}.max_subsystems, max_namespaces = TargetLimits{}.max_namespaces,
+           max_controllers = TargetLimits{}.max_controllers;
+  std::string max_ram; // SIZE; empty: default_max_ram()
   std::vector<std::string> control_ns_dirs;
   double auth_backoff_s = 1;
   bool no_discovery = false;
@@ -175,11 +179,36 @@ TargetConfig build_config(const Cli &o) {
   add_cli_auth(c.host_auth, o.auth);
   add_cli_tls_keys(c.tls_keys, o.tls_keys);
   c.tls_compat = c.tls_compat || o.tls_compat;
+  c.limits.max_subsystems = o.max_subsystems;
+  c.limits.max_namespaces = o.max_namespaces;
+  c.limits.max_controllers = o.max_controllers;
+  c.limits.max_ram = o.max_ram.empty() ? default_max_ram() : parse_size(o.max_ram, "--max-ram");
   finalize(c);
   return c;
 }
 
 } // namespace
+
+// What the target holds at most beside connections (lib/config/target_limits.hpp).
+static void add_limit_options(CLI::App &app, Cli &o) {
+  app.add_option("--max-subsystems", o.max_subsystems,
+                 "subsystems held at once (start-up and control socket; the discovery subsystem not counted)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--max-namespaces", o.max_namespaces, "namespaces per subsystem (nvmet's NVMET_MAX_NAMESPACES)")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--max-controllers", o.max_controllers,
+                 fmt::format("controllers per subsystem at once; a Connect over it gets Controller Busy (default: every "
+                             "controller ID, 1..{})",
+                             kMaxCntlid))
+      ->check(CLI::Range(1u, kMaxCntlid))
+      ->capture_default_str();
+  app.add_option("--max-ram", o.max_ram,
+                 fmt::format("SIZE (k, m, g, t) all RAM namespaces may have together (default: half of this machine's "
+                             "memory or its cgroup's memory.max, here {} MiB)",
+                             default_max_ram() >> 20));
+}
 
 // The target's command line, CLI11; the `ctl` subcommand is added by main.
 static void add_target_options(CLI::App &app, Cli &o) {
@@ -254,6 +283,7 @@ static void add_target_options(CLI::App &app, Cli &o) {
                  "connections held at once from one address; more are closed at accept")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  add_limit_options(app, o);
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
@@ -323,6 +353,9 @@ static int serve(const Cli &o, const std::vector<MovedSecret> &moved) {
     cfg = build_config(o);
     close_inline_secrets(moved); // read: the keys are on key pages now
     reg = std::make_unique<Registry>(cfg);
+    const TargetLimits &l = cfg.limits;
+    log().info("holding at most {} subsystems, {} namespaces and {} controllers each, RAM namespaces of {} ({} taken)",
+               l.max_subsystems, l.max_namespaces, l.max_controllers, bytes_text(l.max_ram), bytes_text(reg->ram().held()));
     for (auto &p : reg->ports())
       listeners.push_back(listen_stream(p->cfg.addr, p->cfg.transport));
   } catch (const MptcpUnavailable &e) {

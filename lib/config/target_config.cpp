@@ -71,9 +71,10 @@ NamespaceConfig parse_namespace_spec(const std::string &spec, uint32_t default_n
       ns.lba = static_cast<uint32_t>(std::stoul(v));
     } else if (p.rfind("nsid=", 0) == 0) {
       const std::string v = p.substr(5);
-      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 9 || std::stoul(v) == 0)
-        throw fail("nsid must be a number from 1");
-      ns.nsid = static_cast<uint32_t>(std::stoul(v));
+      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 10 || std::stoull(v) == 0 ||
+          std::stoull(v) > kMaxNsid)
+        throw fail(fmt::format("nsid must be a number from 1 to {}", kMaxNsid));
+      ns.nsid = static_cast<uint32_t>(std::stoull(v));
     } else if (p.rfind("uuid=", 0) == 0) {
       if (!parse_uuid(p.substr(5), ns.uuid)) throw fail(fmt::format("uuid '{}' is not a UUID", p.substr(5)));
     } else {
@@ -106,6 +107,15 @@ PathAddr port_addr(const json &addr, const std::string &where) {
   if (p.addr.empty()) throw std::runtime_error(fmt::format("{}.addr.traddr: required", where));
   if (!valid_port(p.service)) throw std::runtime_error(fmt::format("{}.addr.trsvcid: '{}' is not a port", where, p.service));
   return p;
+}
+
+// A namespace's "nsid", 1..kMaxNsid (`fallback` when absent).
+uint32_t json_nsid(const json &n, size_t fallback, const std::string &where) {
+  if (!n.contains("nsid")) return static_cast<uint32_t>(fallback);
+  const json &v = n.at("nsid");
+  if (!v.is_number_unsigned() || v.get<uint64_t>() == 0 || v.get<uint64_t>() > kMaxNsid)
+    throw std::runtime_error(fmt::format("{}.nsid: {} (accepted: 1..{})", where, v.dump(), kMaxNsid));
+  return static_cast<uint32_t>(v.get<uint64_t>());
 }
 
 std::optional<unsigned> jopt_uint(const json &param, const char *key, unsigned max, const std::string &where) {
@@ -148,7 +158,7 @@ TargetConfig load_json_config(const std::string &path) {
       const json dev = n.value("device", json::object());
       const std::string p = jstr(dev, "path", nw + ".device");
       if (p.empty()) throw std::runtime_error(nw + ".device.path: required");
-      NamespaceConfig ns = parse_namespace_spec(p, static_cast<uint32_t>(n.value("nsid", k + 1)), nw + ".device.path");
+      NamespaceConfig ns = parse_namespace_spec(p, json_nsid(n, k + 1, nw), nw + ".device.path");
       ns.enable = n.value("enable", 1) != 0;
       ns.anagrpid = n.value("ana_grpid", 1u);
       if (const std::string u = jstr(dev, "uuid", nw + ".device"); !u.empty() && !parse_uuid(u, ns.uuid))
@@ -283,11 +293,15 @@ TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::st
   return c;
 }
 
-void finalize_subsystem(SubsystemConfig &s) {
+void finalize_subsystem(SubsystemConfig &s, const TargetLimits &limits) {
   if (s.nqn.size() > 223) throw std::invalid_argument(fmt::format("subsystem NQN longer than 223 bytes: {}", s.nqn));
+  check_subsystem_limits(s, limits);
   if (s.serial.empty()) s.serial = fmt::format("{:08x}", crc32c(s.nqn.data(), s.nqn.size()));
   std::set<uint32_t> ids;
   for (auto &n : s.namespaces) {
+    // Numbered after a namespace at the top (",nsid=" then one without).
+    if (n.nsid == 0 || n.nsid > kMaxNsid)
+      throw std::invalid_argument(fmt::format("{}: nsid {} outside 1..{}", s.nqn, n.nsid, kMaxNsid));
     if (!ids.insert(n.nsid).second) throw std::invalid_argument(fmt::format("{}: nsid {} configured twice", s.nqn, n.nsid));
     if (n.anagrpid < 1 || n.anagrpid > kMaxAnaGroups)
       throw std::invalid_argument(
@@ -326,7 +340,8 @@ void finalize(TargetConfig &c) {
   std::set<std::string> nqns;
   for (auto &s : c.subsystems) {
     if (!nqns.insert(s.nqn).second) throw std::invalid_argument(fmt::format("subsystem {} configured twice", s.nqn));
-    finalize_subsystem(s);
+    check_subsystem_room(nqns.size() - 1, c.limits); // as `subsystem add` at run time
+    finalize_subsystem(s, c.limits);
   }
   std::set<uint16_t> ids;
   for (auto &p : c.ports) {

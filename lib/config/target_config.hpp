@@ -12,6 +12,7 @@
 
 #include "lib/config/jobfile.hpp"
 #include "lib/config/target_auth_config.hpp"
+#include "lib/config/target_limits.hpp"
 #include "lib/config/target_tls_config.hpp"
 #include "lib/net/paths.hpp"
 #include "lib/net/sock.hpp"
@@ -46,6 +47,9 @@ struct SubsystemConfig {
   std::vector<std::string> allowed_hosts;
   std::string serial, model = "mpnvme-target";
   std::vector<NamespaceConfig> namespaces;
+  // Controllers at once (`subsystem add ... max-controllers=N`); none: the
+  // target's --max-controllers.
+  std::optional<uint32_t> max_controllers;
 };
 
 struct PortConfig {
@@ -79,10 +83,11 @@ struct TargetConfig {
   bool tls_compat = false;  // version 0 identities: older libnvme's derivation (--tls-compat)
   // The wait after a failed authentication, doubling per failure (--auth-backoff; 0: off).
   uint32_t auth_backoff_ms = 1000;
+  TargetLimits limits; // what it holds at most (--max-subsystems, ...)
 };
 
 // Namespace spec: ram:SIZE | null:SIZE | file:PATH | /dev/... | PATH, with
-// optional ",lba=512|4096", ",nsid=N" and ",uuid=UUID" (otherwise one
+// optional ",lba=512|4096", ",nsid=N" (1..kMaxNsid) and ",uuid=UUID" (otherwise one
 // derived from the subsystem and nsid). Throws std::invalid_argument
 // naming `option`.
 NamespaceConfig parse_namespace_spec(const std::string &spec, uint32_t default_nsid, const std::string &option);
@@ -100,10 +105,11 @@ TargetConfig config_from_jobfile(const std::string &path);
 // The same from sections already read (`path` names the file in messages).
 TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::string &path);
 
-// Fill in derived values (serials, uuids, port ids) and check consistency.
+// Fill in derived values (serials, uuids, port ids) and check consistency
+// and c.limits.
 void finalize(TargetConfig &c);
 // The part of finalize for one subsystem: its NQN, serial, namespace ids
-// and identifiers (also for one added at run time).
-void finalize_subsystem(SubsystemConfig &s);
+// and identifiers, its limits (also for one added at run time).
+void finalize_subsystem(SubsystemConfig &s, const TargetLimits &limits);
 
 } // namespace mpnvme::target

@@ -34,12 +34,13 @@ std::string help() {
   return out;
 }
 
-// A piece that reads as a name ("ram", "uuid", "dhchap_key"): lower case,
-// short. The body of a key is neither, though base64 ends it in '='.
+// A piece that reads as a name ("ram", "uuid", "dhchap_key",
+// "max-controllers"): lower case, short. The body of a key is neither,
+// though base64 ends it in '='.
 bool looks_like_name(const std::string &w, size_t start, size_t end) {
   if (end == start || end - start > 32 || !std::islower(static_cast<unsigned char>(w[start]))) return false;
   return std::all_of(w.begin() + static_cast<std::ptrdiff_t>(start), w.begin() + static_cast<std::ptrdiff_t>(end), [](char c) {
-    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_';
+    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_' || c == '-';
   });
 }
 

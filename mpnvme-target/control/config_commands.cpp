@@ -60,7 +60,16 @@ std::string host_nqn(Args &a) {
   return host_nqn(w, a.place());
 }
 
-// subsystem add NQN [any-host] [host=HOSTNQN]... [serial=S] [model=M] [NAMESPACE...]
+// max-controllers=N: 1..kMaxCntlid (finalize_subsystem checks the range again,
+// as for any configuration).
+uint32_t max_controllers(const std::string &v, size_t place) {
+  if (v.empty() || v.size() > 5 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) < 1 ||
+      std::stoul(v) > kMaxCntlid)
+    throw std::invalid_argument(fmt::format("argument {}: max-controllers= takes 1..{}", place, kMaxCntlid));
+  return static_cast<uint32_t>(std::stoul(v));
+}
+
+// subsystem add NQN [any-host] [host=HOSTNQN]... [serial=S] [model=M] [max-controllers=N] [NAMESPACE...]
 std::string subsystem_add(Registry &reg, const ControlLimits &limits, Args &a) {
   SubsystemConfig sc;
   sc.nqn = a.next();
@@ -76,6 +85,8 @@ std::string subsystem_add(Registry &reg, const ControlLimits &limits, Args &a) {
       sc.serial = w.substr(7);
     } else if (w.rfind("model=", 0) == 0) {
       sc.model = w.substr(6);
+    } else if (w.rfind("max-controllers=", 0) == 0) {
+      sc.max_controllers = max_controllers(w.substr(16), a.place());
     } else {
       sc.namespaces.push_back(parse_namespace_spec(w, next_nsid, fmt::format("argument {} (a namespace)", a.place())));
       check_namespace_path(sc.namespaces.back(), limits, a.place());
@@ -156,9 +167,10 @@ std::string host_forget(Registry &reg, const ControlLimits &, Args &a) {
 
 const std::vector<ControlCommand> &config_commands() {
   static const std::vector<ControlCommand> table = {
-      {"subsystem add", "NQN [any-host | host=HOSTNQN...] [serial=S] [model=M] [NAMESPACE...]",
+      {"subsystem add", "NQN [any-host | host=HOSTNQN...] [serial=S] [model=M] [max-controllers=N] [NAMESPACE...]",
        "serve a subsystem, closed to all but the named hosts (and, once any host has a key, the keyed ones) from its "
-       "first moment; NAMESPACE as --ns takes it, files and block devices only under --control-ns-dir",
+       "first moment; NAMESPACE as --ns takes it, files and block devices only under --control-ns-dir; within "
+       "--max-subsystems, --max-namespaces and --max-ram; max-controllers= in place of --max-controllers",
        subsystem_add},
       {"subsystem remove", "NQN", "stop serving a subsystem: its controllers end, their writes in flight are revoked",
        subsystem_remove},

@@ -112,7 +112,12 @@ ConnectRefusal SubmissionQueue::connect_admin(const ConnectData &d, uint32_t kat
   // A discovery controller without keep-alive still ends in time (nvmet).
   if (sub->discovery && kato == 0) kato = kDiscoveryKatoMs;
   ctrl_ = view.create_controller(sub, port_, d, kato);
-  if (!ctrl_) return {kStatusConnectCtrlBusy, "no controller id left"};
+  // As nvmet when its controller IDs run out: Controller Busy, with DNR (a
+  // host retrying at once would meet the same limit).
+  if (!ctrl_)
+    return {kStatusConnectCtrlBusy,
+            fmt::format("subsystem {} holds {} controllers, the most {} allows", printable(d.subnqn),
+                        controller_limit(sub->cfg, reg_.config().limits), controller_limit_option(sub->cfg))};
   log().info("{}: host {} connected to {} as controller {} (kato {} ms)", label_, connect_host_, d.subnqn, ctrl_->cntlid, kato);
   return {};
 }

@@ -55,6 +55,9 @@ std::shared_ptr<TargetController> ConfigView::create_controller(const std::share
                                                                 const nvme::ConnectData &d, uint32_t kato_ms) const {
   const bool keyed = !s->discovery && r_.host_auth_.count(d.hostnqn);
   std::lock_guard lk(r_.ctrl_mu_);
+  // Counted where the ids are: the entries of `s` in the ordered map.
+  const auto first = r_.controllers_.lower_bound({s.get(), 0}), end = r_.controllers_.upper_bound({s.get(), 0xffff});
+  if (static_cast<size_t>(std::distance(first, end)) >= controller_limit(s->cfg, r_.cfg_.limits)) return nullptr;
   // A host identifier presented with two host NQNs: the hosts are told
   // apart by NQN where it matters (reservations), and the operator is told.
   for (const auto &[key, weak] : r_.controllers_)
@@ -87,10 +90,10 @@ std::shared_ptr<TargetController> ConfigView::find_controller(const Subsystem &s
 // --- Registry ---------------------------------------------------------------
 
 Registry::Registry(const TargetConfig &cfg)
-    : backoff_(std::chrono::milliseconds(cfg.auth_backoff_ms)), cfg_(cfg), host_auth_(cfg.host_auth),
+    : backoff_(std::chrono::milliseconds(cfg.auth_backoff_ms)), cfg_(cfg), ram_(cfg.limits.max_ram), host_auth_(cfg.host_auth),
       keyed_(keyed_hosts(cfg.host_auth, cfg.tls_keys)) {
   for (const auto &sc : cfg.subsystems)
-    subsystems_.emplace(sc.nqn, open_subsystem(sc));
+    subsystems_.emplace(sc.nqn, open_subsystem(sc, ram_));
   if (cfg.discovery) {
     auto disc = std::make_shared<Subsystem>();
     disc->cfg.nqn = kDiscoveryNqn;
@@ -188,15 +191,36 @@ void Registry::reconfigure(const std::function<void()> &edit) {
   wake();
 }
 
-// The rules of start-up: finalize_subsystem's checks and identifiers, and
-// the hosts it admits resolved against the keys there are now.
+size_t Registry::subsystem_count_locked() const {
+  return static_cast<size_t>(
+      std::count_if(subsystems_.begin(), subsystems_.end(), [](const auto &e) { return !e.second->discovery; }));
+}
+
+// The rules of start-up: finalize_subsystem's checks and identifiers, the
+// limits, and the hosts it admits resolved against the keys there are now.
+// A limit reached is the operator's to know: logged, and nothing changed.
 void Registry::add_subsystem(SubsystemConfig sc) {
   if (sc.nqn == kDiscoveryNqn) throw std::invalid_argument("the discovery subsystem is the target's own");
-  finalize_subsystem(sc);
-  if (find_subsystem(sc.nqn)) throw std::invalid_argument("a subsystem of that NQN exists");
-  auto s = open_subsystem(sc); // outside the lock: a file namespace may take a while to open
+  const std::string nqn = sc.nqn;
+  try {
+    insert_subsystem(sc);
+  } catch (const LimitReached &e) {
+    log().warn("subsystem {} not added by the control socket: {}", printable(nqn), printable(e.what(), 1024));
+    throw;
+  }
+}
+
+void Registry::insert_subsystem(SubsystemConfig &sc) {
+  finalize_subsystem(sc, cfg_.limits);
+  {
+    ConfigView v = view(); // before anything is opened or mapped for it
+    if (v.subsystem(sc.nqn)) throw std::invalid_argument("a subsystem of that NQN exists");
+    check_subsystem_room(v.subsystems().size(), cfg_.limits);
+  }
+  auto s = open_subsystem(sc, ram_); // outside the lock: a file namespace may take a while to open
   const size_t namespaces = s->namespaces.size();
   reconfigure([&] {
+    check_subsystem_room(subsystem_count_locked(), cfg_.limits); // another add may have come between
     close_to_keyless_hosts(s->cfg, keyed_);
     if (!subsystems_.emplace(sc.nqn, std::move(s)).second) throw std::invalid_argument("a subsystem of that NQN exists");
   });

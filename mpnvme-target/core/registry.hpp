@@ -51,7 +51,8 @@ public:
   // discovery log lists for `hostnqn` on `port`.
   std::vector<std::shared_ptr<Subsystem>> subsystems() const;
   std::vector<std::shared_ptr<Subsystem>> discoverable(const PortState &port, const std::string &hostnqn) const;
-  // A new controller of `s` for the host (nullptr: no controller id left).
+  // A new controller of `s` for the host; nullptr when `s` has as many as
+  // controller_limit() allows (Connect then answers Controller Busy).
   std::shared_ptr<TargetController> create_controller(const std::shared_ptr<Subsystem> &s, PortState &p,
                                                       const nvme::ConnectData &d, uint32_t kato_ms) const;
   std::shared_ptr<TargetController> find_controller(const Subsystem &s, uint16_t cntlid) const;
@@ -69,6 +70,8 @@ public:
   // As started: the limits, ports and TLS keys, which never change. What
   // changes at run time (subsystems, hosts, keys) is read through view().
   const TargetConfig &config() const { return cfg_; }
+  // What RAM namespaces hold of --max-ram.
+  const RamBudget &ram() const { return ram_; }
   ConfigView view() { return ConfigView(*this); }
   std::shared_ptr<Subsystem> find_subsystem(const std::string &nqn) { return view().subsystem(nqn); }
   std::vector<std::shared_ptr<Subsystem>> subsystems() { return view().subsystems(); }
@@ -122,9 +125,12 @@ private:
   std::vector<std::shared_ptr<Subsystem>> discoverable_locked(const PortState &port, const std::string &hostnqn) const;
   bool admits_locked(const Subsystem &s, const std::string &hostnqn) const;
   Subsystem &existing(const std::string &nqn); // locked: config; throws
+  size_t subsystem_count_locked() const;       // locked: config; discovery not counted
+  void insert_subsystem(SubsystemConfig &sc);  // add_subsystem's work
 
   AuthBackoff backoff_;
   TargetConfig cfg_;
+  RamBudget ram_; // before the subsystems that take from it
   // 1. The configuration: subsystems_ (their host lists too), host_auth_, keyed_.
   mutable std::shared_mutex config_mu_;
   std::map<std::string, std::shared_ptr<Subsystem>> subsystems_;

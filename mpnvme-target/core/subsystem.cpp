@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "mpnvme-target/core/subsystem.hpp"
 
+#include <cstdint>
 #include <fmt/format.h>
 #include <stdexcept>
 
@@ -10,9 +11,15 @@ namespace mpnvme::target {
 
 const char *const kDiscoveryNqn = "nqn.2014-08.org.nvmexpress.discovery";
 
-std::shared_ptr<Subsystem> open_subsystem(const SubsystemConfig &sc) {
+std::shared_ptr<Subsystem> open_subsystem(const SubsystemConfig &sc, RamBudget &ram) {
   auto s = std::make_shared<Subsystem>();
   s->cfg = sc;
+  // All of its RAM at once, before any is mapped: a refusal maps nothing.
+  uint64_t ram_bytes = 0;
+  for (const auto &nc : sc.namespaces)
+    if (nc.enable && nc.backing == Backing::Ram) // saturating: sizes are the client's
+      ram_bytes = nc.size > UINT64_MAX - ram_bytes ? UINT64_MAX : ram_bytes + nc.size;
+  s->ram = ram.take(ram_bytes, sc.nqn);
   for (const auto &nc : sc.namespaces) {
     if (!nc.enable) continue;
     Namespace ns{nc, open_backend(nc)};

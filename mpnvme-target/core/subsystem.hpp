@@ -14,6 +14,7 @@
 #include "lib/config/target_config.hpp"
 #include "mpnvme-target/backend/backend.hpp"
 #include "mpnvme-target/core/placement_fence.hpp"
+#include "mpnvme-target/core/ram_budget.hpp"
 #include "mpnvme-target/core/reservations.hpp"
 
 namespace mpnvme::target {
@@ -34,10 +35,12 @@ struct Subsystem {
   SubsystemConfig cfg;
   bool discovery = false;
   std::map<uint32_t, Namespace> namespaces;
+  RamGrant ram; // what its RAM namespaces took of --max-ram, until it goes
 };
 
-// A subsystem with its namespaces open; throws what open_backend throws.
-std::shared_ptr<Subsystem> open_subsystem(const SubsystemConfig &sc);
+// A subsystem with its namespaces open, the bytes of its RAM namespaces
+// taken from `ram` first; throws what RamBudget::take and open_backend throw.
+std::shared_ptr<Subsystem> open_subsystem(const SubsystemConfig &sc, RamBudget &ram);
 
 class PortState {
 public:

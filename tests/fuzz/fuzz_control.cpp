@@ -36,6 +36,10 @@ const TargetConfig &config() {
     dhchap::ControllerAuthConfig a;
     a.host_key = dhchap::parse_secret("DHHC-1:00:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh+KfiaR:", "fuzz");
     c.host_auth["nqn.2026-12.io.mpnvme:fuzz-auth"] = a;
+    // Small, so that inputs reach each limit's refusal (ram: becomes null:
+    // below, so --max-ram is the unit tests' and the integration test's).
+    c.limits.max_subsystems = 4;
+    c.limits.max_namespaces = 8;
     finalize(c);
     return c;
   }();

@@ -11,6 +11,7 @@
 
 #include "lib/config/jobfile.hpp"
 #include "lib/config/target_config.hpp"
+#include "mpnvme-target/core/ram_budget.hpp"
 #include "tests/unit/cmocka_cxx.hpp"
 
 using namespace mpnvme;
@@ -63,7 +64,7 @@ static void namespace_specs(void **) {
   sc.nqn = "nqn.2026-12.io.mpnvme:uuid";
   sc.namespaces = {parse_namespace_spec("ram:1m,uuid=91fdba0d-f87b-4c25-b80f-db7be1418b9e", 1, "--ns"),
                    parse_namespace_spec("ram:1m,nsid=2", 1, "--ns")};
-  finalize_subsystem(sc);
+  finalize_subsystem(sc, TargetLimits{});
   const std::array<uint8_t, 16> given = {0x91, 0xfd, 0xba, 0x0d, 0xf8, 0x7b, 0x4c, 0x25,
                                          0xb8, 0x0f, 0xdb, 0x7b, 0xe1, 0x41, 0x8b, 0x9e};
   assert_true(sc.namespaces[0].uuid == given);
@@ -82,6 +83,10 @@ static void namespace_specs_refused(void **) {
   expect_refused<E>([] { parse_namespace_spec("ram:1x", 1, "--ns"); }, "not a size");
   expect_refused<E>([] { parse_namespace_spec("ram:1g,lba=1024", 1, "--ns"); }, "lba must be 512 or 4096");
   expect_refused<E>([] { parse_namespace_spec("ram:1g,nsid=0", 1, "--ns"); }, "nsid must be a number");
+  // The largest NSID is nvmet's: all but 0xFFFFFFFF (every namespace).
+  assert_int_equal(parse_namespace_spec("null:1m,nsid=4294967294", 1, "--ns").nsid, kMaxNsid);
+  expect_refused<E>([] { parse_namespace_spec("null:1m,nsid=4294967295", 1, "--ns"); },
+                    "nsid must be a number from 1 to 4294967294");
   expect_refused<E>([] { parse_namespace_spec("ram:1g,color=red", 1, "--ns"); }, "unknown attribute 'color=red'");
   expect_refused<E>([] { parse_namespace_spec("ram:6k,lba=4096", 1, "--ns"); }, "not a multiple of the LBA size");
   expect_refused<E>([] { parse_namespace_spec("file:", 1, "--ns"); }, "empty path");
@@ -138,6 +143,10 @@ static void nvmetcli_json_refused(void **) {
       {R"({"ports":[{"addr":{"traddr":"1.2.3.4","trsvcid":"99999"}}]})", "trsvcid: '99999' is not a port"},
       {R"({"ports":[{"addr":{"traddr":"1.2.3.4"},"param":{"tos":"300"}}]})", "param.tos: '300'"},
       {R"({"ports":[{"addr":{"traddr":"1.2.3.4"},"ana_groups":[{"grpid":2,"ana":{"state":"sleepy"}}]}]})", "ana.state: 'sleepy'"},
+      {R"({"subsystems":[{"nqn":"n","namespaces":[{"nsid":0,"device":{"path":"ram:1m"}}]}]})", "namespaces[0].nsid: 0"},
+      {R"({"subsystems":[{"nqn":"n","namespaces":[{"nsid":4294967295,"device":{"path":"ram:1m"}}]}]})",
+       "namespaces[0].nsid: 4294967295 (accepted: 1..4294967294)"},
+      {R"({"subsystems":[{"nqn":"n","namespaces":[{"nsid":-1,"device":{"path":"ram:1m"}}]}]})", "namespaces[0].nsid: -1"},
   };
   for (const Case &k : cases) {
     const std::string path = write_temp(k.json, ".json");
@@ -151,6 +160,57 @@ static void nvmetcli_json_refused(void **) {
     }
   }
   (void)sizeof(E);
+}
+
+// Each limit refused by finalize as `subsystem add` refuses it at run time
+// (the same functions), naming its option.
+static void limits_refused(void **) {
+  TargetConfig c;
+  PortConfig p;
+  p.addr = {"127.0.0.1", "4420", false};
+  c.ports.push_back(p);
+  c.limits.max_subsystems = 2;
+  c.limits.max_namespaces = 2;
+  for (const char *nqn : {"nqn.a", "nqn.b", "nqn.c"})
+    c.subsystems.push_back(subsystem(nqn));
+  expect_refused<LimitReached>([&] { finalize(c); }, "the target holds 2 subsystems, the most --max-subsystems allows");
+  c.subsystems.pop_back();
+  c.subsystems[0].namespaces = {parse_namespace_spec("ram:1m", 1, "x"), parse_namespace_spec("ram:1m", 2, "x"),
+                                parse_namespace_spec("ram:1m", 3, "x")};
+  expect_refused<LimitReached>([&] { finalize(c); }, "nqn.a: 3 namespaces, more than the 2 --max-namespaces allows");
+  c.subsystems[0].namespaces.pop_back();
+  c.subsystems[1].max_controllers = 0;
+  expect_refused<std::invalid_argument>([&] { finalize(c); }, "nqn.b: max-controllers=0 outside 1..65519");
+  c.subsystems[1].max_controllers = 3;
+  finalize(c);
+  assert_int_equal(controller_limit(c.subsystems[1], c.limits), 3);
+  assert_string_equal(controller_limit_option(c.subsystems[1]).c_str(), "its max-controllers=");
+  assert_int_equal(controller_limit(c.subsystems[0], c.limits), kMaxCntlid);
+  assert_string_equal(controller_limit_option(c.subsystems[0]).c_str(), "--max-controllers");
+  // A namespace numbered after one at the top would be 0xFFFFFFFF.
+  SubsystemConfig top = subsystem("nqn.top");
+  top.namespaces = {parse_namespace_spec("null:1m,nsid=4294967294", 1, "x"), parse_namespace_spec("null:1m", 0xffffffffu, "x")};
+  expect_refused<std::invalid_argument>([&] { finalize_subsystem(top, c.limits); }, "nsid 4294967295 outside 1..4294967294");
+}
+
+// --max-ram: taken whole or not at all, given back when the grant goes.
+static void ram_budget(void **) {
+  RamBudget budget(100 << 20);
+  RamGrant a = budget.take(60 << 20, "nqn.a");
+  assert_int_equal(budget.held(), 60 << 20);
+  expect_refused<LimitReached>([&] { budget.take(50 << 20, "nqn.b"); },
+                               "nqn.b: RAM namespaces of 52428800 bytes (50.0 MiB): --max-ram 104857600 bytes (100.0 MiB) "
+                               "leaves 41943040 bytes (40.0 MiB) (62914560 bytes (60.0 MiB) held by RAM namespaces)");
+  assert_int_equal(budget.held(), 60 << 20);
+  {
+    RamGrant b = budget.take(40 << 20, "nqn.b");
+    assert_int_equal(budget.held(), 100 << 20);
+  }
+  assert_int_equal(budget.held(), 60 << 20);
+  a = RamGrant();
+  assert_int_equal(budget.held(), 0);
+  assert_int_equal(budget.take(0, "nqn.c").bytes(), 0);
+  assert_true(default_max_ram() > 0);
 }
 
 static void finalize_refusals(void **) {
@@ -401,12 +461,19 @@ static void long_identity_refused(void **) {
 
 int main() {
   const CMUnitTest tests[] = {
-      cmocka_unit_test(namespace_specs),       cmocka_unit_test(namespace_specs_refused),
-      cmocka_unit_test(nvmetcli_json),         cmocka_unit_test(nvmetcli_json_refused),
-      cmocka_unit_test(finalize_refusals),     cmocka_unit_test(from_jobfile),
-      cmocka_unit_test(authentication_config), cmocka_unit_test(host_auth_change),
-      cmocka_unit_test(keys_close_the_door),   cmocka_unit_test(json_errors_show_no_text),
+      cmocka_unit_test(namespace_specs),
+      cmocka_unit_test(namespace_specs_refused),
+      cmocka_unit_test(nvmetcli_json),
+      cmocka_unit_test(nvmetcli_json_refused),
+      cmocka_unit_test(finalize_refusals),
+      cmocka_unit_test(from_jobfile),
+      cmocka_unit_test(authentication_config),
+      cmocka_unit_test(host_auth_change),
+      cmocka_unit_test(keys_close_the_door),
+      cmocka_unit_test(json_errors_show_no_text),
       cmocka_unit_test(long_identity_refused),
+      cmocka_unit_test(limits_refused),
+      cmocka_unit_test(ram_budget),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include "lib/config/target_limits.hpp"
+
+#include <fmt/format.h>
+
+#include "lib/config/target_config.hpp"
+
+namespace mpnvme::target {
+
+void check_subsystem_room(size_t held, const TargetLimits &limits) {
+  if (held < limits.max_subsystems) return;
+  throw LimitReached(fmt::format("the target holds {} subsystems, the most --max-subsystems allows", held));
+}
+
+void check_subsystem_limits(const SubsystemConfig &s, const TargetLimits &limits) {
+  if (s.namespaces.size() > limits.max_namespaces)
+    throw LimitReached(fmt::format("{}: {} namespaces, more than the {} --max-namespaces allows in a subsystem", s.nqn,
+                                   s.namespaces.size(), limits.max_namespaces));
+  if (s.max_controllers && (*s.max_controllers < 1 || *s.max_controllers > kMaxCntlid))
+    throw std::invalid_argument(
+        fmt::format("{}: max-controllers={} outside 1..{} (the controller IDs)", s.nqn, *s.max_controllers, kMaxCntlid));
+}
+
+uint32_t controller_limit(const SubsystemConfig &s, const TargetLimits &limits) {
+  return s.max_controllers.value_or(limits.max_controllers);
+}
+
+std::string controller_limit_option(const SubsystemConfig &s) {
+  return s.max_controllers ? "its max-controllers=" : "--max-controllers";
+}
+
+std::string bytes_text(uint64_t bytes) { return fmt::format("{} bytes ({:.1f} MiB)", bytes, bytes / 1048576.0); }
+
+} // namespace mpnvme::target
