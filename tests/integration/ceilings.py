@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""The target's ceilings (issue 44), each reached against a target that
+ceilings.sh started with small ones (--max-controllers 3, --max-subsystems
+2, --max-namespaces 2, --max-ram 64m, a 16 MiB RAM namespace in SUBNQN):
+each refusal on the wire or on the control socket, its log line, and a host
+connected before it all (the keeper) still reading what it wrote after each.
+
+  ceilings.py ADDR SUBNQN CONTROL PID LOG
+
+Every check prints "ok: ..." or "FAIL: ..."; exit status 1 on a failure."""
+import os
+import struct
+import sys
+import threading
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from nvmehost import Closed, Queue, code, control, read_sqe, sqe, write_sqe  # noqa: E402
+
+CONTROLLER_BUSY = 0x181  # SCT 1 (command specific), SC 0x81
+DNR = 0x4000
+MAX_NSID = 0xFFFFFFFE
+failures = 0
+
+
+def check(what, cond, saw=""):
+    global failures
+    print(f"{'ok' if cond else 'FAIL'}: {what}{': ' + saw if saw else ''}", flush=True)
+    failures += 0 if cond else 1
+
+
+def host(n):
+    return f"nqn.2026-12.io.mpnvme:ceiling-{n}".encode()
+
+
+def status_kib(pid, field):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/{pid}/status")
+
+
+def logged(log, text, within=5):
+    """Whether the target's log holds `text`, waiting up to `within` s for it."""
+    end = time.monotonic() + within
+    while True:
+        if text in open(log, errors="replace").read():
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.1)
+
+
+class Keeper:
+    """A host connected before any limit is reached: an enabled admin queue
+    and an I/O queue; serves() writes a fresh pattern and reads it back."""
+
+    def __init__(self, addr, subnqn):
+        self.adm = Queue(addr)
+        st, cntlid = self.adm.connect(subnqn, host("keeper"), bytes([1]) * 16, kato=60000)
+        if st or self.adm.enable():
+            raise RuntimeError(f"the keeper's admin queue: status {st:#x}")
+        self.io = Queue(addr)
+        st, _ = self.io.connect(subnqn, host("keeper"), bytes([1]) * 16, qid=1, cntlid=cntlid & 0xFFFF)
+        if st:
+            raise RuntimeError(f"the keeper's I/O queue: status {st:#x}")
+        self.round = 0
+
+    def serves(self):
+        self.round += 1
+        data = bytes([self.round & 0xFF]) * 4096
+        try:
+            w = self.io.command(write_sqe(8 * self.round, 8), data, in_capsule=True)[0]
+            r, _, back = self.io.command(read_sqe(8 * self.round, 8), length=4096)
+            ka = self.adm.command(sqe(0x18, 0))[0]  # Keep Alive
+        except Closed as e:
+            return False, f"connection ended: {e}"
+        return w == 0 and r == 0 and back == data and ka == 0, f"write {w:#x}, read {r:#x}, keep-alive {ka:#x}"
+
+
+def admin_connect(addr, subnqn, n):
+    """(status, queue) of an admin Connect as host `n`."""
+    q = Queue(addr)
+    st, _ = q.connect(subnqn, host(n), bytes([n & 0xFF]) * 16)
+    return st, q
+
+
+def controllers(addr, subnqn, log, keeper):
+    held = [admin_connect(addr, subnqn, n) for n in (10, 11)]
+    check("two more controllers beside the keeper's: --max-controllers 3 holds them", all(st == 0 for st, _ in held),
+          ", ".join(f"{st:#x}" for st, _ in held))
+    st, over = admin_connect(addr, subnqn, 12)
+    check("the fourth admin Connect gets Controller Busy with DNR, as nvmet when its controller IDs run out",
+          code(st) == CONTROLLER_BUSY and st & DNR, f"status {st:#x}")
+    over.close()
+    check("... logged with the host, the subsystem and the limit",
+          logged(log, f"from host {host(12).decode()}: Connect Controller Busy (sct 0x1 sc 0x81, DNR): subsystem "
+                      f"{subnqn.decode()} holds 3 controllers, the most --max-controllers allows"))
+    ok, saw = keeper.serves()
+    check("the keeper's I/O and keep-alive are answered at the controller limit", ok, saw)
+    # A storm at the limit: of 16 Connects at once after one controller
+    # left, exactly one gets in, and none waits.
+    held.pop()[1].close()
+    check("a controller whose host left is removed", logged(log, f"(host {host(11).decode()}) removed"))
+    results = []
+
+    def one(n):
+        try:
+            st, q = admin_connect(addr, subnqn, n)
+        except (Closed, OSError) as e:
+            results.append(str(e))
+            return
+        results.append(st)
+        if st:
+            q.close()
+        else:
+            held.append((st, q))
+    storm = [threading.Thread(target=one, args=(20 + i,)) for i in range(16)]
+    for t in storm:
+        t.start()
+    for t in storm:
+        t.join()
+    admitted = results.count(0)
+    busy = sum(1 for st in results if isinstance(st, int) and code(st) == CONTROLLER_BUSY)
+    check("16 Connects at once for the one free place: one admitted, 15 Controller Busy", admitted == 1 and busy == 15,
+          f"{admitted} admitted, {busy} busy, others: {[st for st in results if isinstance(st, str)]}")
+    ok, saw = keeper.serves()
+    check("the keeper is served after the storm", ok, saw)
+    for _, q in held:
+        q.close()
+
+
+def own_limit(addr, ctl, log):
+    """A subsystem's own max-controllers= in place of --max-controllers."""
+    sub = "nqn.2026-12.io.mpnvme:own-limit"
+    reply = control(ctl, f"subsystem add {sub} max-controllers=1 null:1m")
+    check("subsystem add ... max-controllers=1", reply.startswith("ok"), reply.strip())
+    st1, q1 = admin_connect(addr, sub.encode(), 30)
+    st2, q2 = admin_connect(addr, sub.encode(), 31)
+    check("its second controller gets Controller Busy with DNR", st1 == 0 and code(st2) == CONTROLLER_BUSY and st2 & DNR,
+          f"first {st1:#x}, second {st2:#x}")
+    check("... logged naming the subsystem's own limit",
+          logged(log, f"subsystem {sub} holds 1 controllers, the most its max-controllers= allows"))
+    reply = control(ctl, f"subsystem add {sub}-bad max-controllers=70000 null:1m")
+    check("max-controllers= outside 1..65519 is refused, naming it", "max-controllers= takes 1..65519" in reply, reply.strip())
+    q1.close()
+    q2.close()
+    return sub
+
+
+def subsystems(ctl, log, keeper, extra):
+    before = control(ctl, "subsystems")
+    reply = control(ctl, "subsystem add nqn.2026-12.io.mpnvme:third null:1m")
+    check("a third subsystem is refused: --max-subsystems 2", reply.startswith("error")
+          and "the target holds 2 subsystems, the most --max-subsystems allows" in reply, reply.strip())
+    check("... and nothing changed", control(ctl, "subsystems") == before)
+    check("... logged", logged(log, "subsystem nqn.2026-12.io.mpnvme:third not added by the control socket: the target holds 2 "
+                                    "subsystems, the most --max-subsystems allows"))
+    ok, saw = keeper.serves()
+    check("the keeper is served at the subsystem limit", ok, saw)
+    reply = control(ctl, f"subsystem remove {extra}")
+    check("the extra subsystem removed", reply.startswith("ok"), reply.strip())
+
+
+def namespaces(addr, ctl, log, keeper):
+    sub = "nqn.2026-12.io.mpnvme:ns-cap"
+    before = control(ctl, "subsystems")
+    reply = control(ctl, f"subsystem add {sub} null:1m null:1m null:1m")
+    check("three namespaces in one subsystem are refused: --max-namespaces 2",
+          reply.startswith("error") and "3 namespaces, more than the 2 --max-namespaces allows in a subsystem" in reply,
+          reply.strip())
+    check("... and nothing changed", control(ctl, "subsystems") == before)
+    check("... logged", logged(log, f"subsystem {sub} not added by the control socket: {sub}: 3 namespaces, more than the 2 "
+                                    "--max-namespaces allows"))
+    reply = control(ctl, f"subsystem add {sub} null:1m,nsid=4294967295")
+    check("NSID 0xFFFFFFFF (all namespaces) is refused, naming the range",
+          reply.startswith("error") and "nsid must be a number from 1 to 4294967294" in reply, reply.strip())
+    reply = control(ctl, f"subsystem add {sub} null:1m null:1m,nsid=4294967294")
+    check("two namespaces, the second at NSID 0xFFFFFFFE, are taken", reply.startswith("ok"), reply.strip())
+    q = Queue(addr)
+    q.connect(sub.encode(), host(40), bytes([40]) * 16)
+    q.enable()
+    st, _, ident = q.command(sqe(0x06, 0, nsid=0, cdw10=1), length=4096)  # Identify Controller
+    nn = struct.unpack_from("<I", ident, 516)[0] if st == 0 else None
+    check("Identify Controller's NN is the highest NSID", nn == MAX_NSID, f"status {st:#x}, NN {nn}")
+    q.close()
+    ok, saw = keeper.serves()
+    check("the keeper is served at the namespace limit", ok, saw)
+    control(ctl, f"subsystem remove {sub}")
+
+
+def ram(ctl, pid, log, keeper):
+    sub = "nqn.2026-12.io.mpnvme:ram-cap"
+    before = control(ctl, "subsystems")
+    size0, rss0 = status_kib(pid, "VmSize"), status_kib(pid, "VmRSS")
+    reply = control(ctl, f"subsystem add {sub} ram:512m")
+    grew_size, grew_rss = (status_kib(pid, "VmSize") - size0) >> 10, (status_kib(pid, "VmRSS") - rss0) >> 10
+    want = ("RAM namespaces of 536870912 bytes (512.0 MiB): --max-ram 67108864 bytes (64.0 MiB) leaves 50331648 bytes "
+            "(48.0 MiB) (16777216 bytes (16.0 MiB) held by RAM namespaces)")
+    check("a 512 MiB RAM namespace is refused: --max-ram 64m, 16 MiB held", reply.startswith("error") and want in reply,
+          reply.strip())
+    check("... and nothing changed", control(ctl, "subsystems") == before)
+    check("... nothing was mapped for it", grew_size < 64 and grew_rss < 64, f"VmSize +{grew_size} MiB, VmRSS +{grew_rss} MiB")
+    check("... logged", logged(log, f"subsystem {sub} not added by the control socket: {sub}: {want}"))
+    # A namespace opened and closed again before the refusal would leave
+    # VmSize as it was, but not the log line each opened namespace gets.
+    check("... not even for a moment", f"subsystem {sub} namespace 1:" not in open(log, errors="replace").read())
+    ok, saw = keeper.serves()
+    check("the keeper is served at the RAM limit", ok, saw)
+    reply = control(ctl, f"subsystem add {sub} ram:48m")
+    check("what is left (48 MiB) is taken", reply.startswith("ok"), reply.strip())
+    reply = control(ctl, f"subsystem remove {sub}")
+    again = control(ctl, f"subsystem add {sub} ram:48m")
+    check("a removed subsystem gives its RAM back", reply.startswith("ok") and again.startswith("ok"), again.strip())
+
+
+def main():
+    addr, subnqn, ctl, pid, log = sys.argv[1], sys.argv[2].encode(), sys.argv[3], sys.argv[4], sys.argv[5]
+    keeper = Keeper(addr, subnqn)
+    ok, saw = keeper.serves()
+    check("the keeper is served before any limit", ok, saw)
+    controllers(addr, subnqn, log, keeper)
+    extra = own_limit(addr, ctl, log)
+    subsystems(ctl, log, keeper, extra)
+    namespaces(addr, ctl, log, keeper)
+    ram(ctl, pid, log, keeper)
+    ok, saw = keeper.serves()
+    check("the keeper is served at the end", ok, saw)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
