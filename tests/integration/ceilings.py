@@ -6,7 +6,12 @@ ceilings.sh started with small ones (--max-controllers 3, --max-subsystems
 each refusal on the wire or on the control socket, its log line, and a host
 connected before it all (the keeper) still reading what it wrote after each.
 
-  ceilings.py ADDR SUBNQN CONTROL PID LOG
+  ceilings.py limits ADDR SUBNQN CONTROL PID LOG
+  ceilings.py connections ADDR SUBNQN KEEPER_SRC SRC1 SRC2 PER TOTAL LOG
+               (a target with --max-connections-per-address PER and
+               --max-connections TOTAL: the keeper, from KEEPER_SRC, is
+               served while SRC1 and then SRC2 open all they may; the
+               refusals themselves are admission.py's)
 
 Every check prints "ok: ..." or "FAIL: ..."; exit status 1 on a failure."""
 import os
@@ -57,12 +62,12 @@ class Keeper:
     """A host connected before any limit is reached: an enabled admin queue
     and an I/O queue; serves() writes a fresh pattern and reads it back."""
 
-    def __init__(self, addr, subnqn):
-        self.adm = Queue(addr)
+    def __init__(self, addr, subnqn, src=None):
+        self.adm = Queue(addr, src=src)
         st, cntlid = self.adm.connect(subnqn, host("keeper"), bytes([1]) * 16, kato=60000)
         if st or self.adm.enable():
             raise RuntimeError(f"the keeper's admin queue: status {st:#x}")
-        self.io = Queue(addr)
+        self.io = Queue(addr, src=src)
         st, _ = self.io.connect(subnqn, host("keeper"), bytes([1]) * 16, qid=1, cntlid=cntlid & 0xFFFF)
         if st:
             raise RuntimeError(f"the keeper's I/O queue: status {st:#x}")
@@ -216,8 +221,38 @@ def ram(ctl, pid, log, keeper):
     check("a removed subsystem gives its RAM back", reply.startswith("ok") and again.startswith("ok"), again.strip())
 
 
+def connections(addr, subnqn, keeper_src, src1, src2, per_address, total, log):
+    keeper = Keeper(addr, subnqn, keeper_src)
+
+    def open_from(src, n):
+        held = []
+        for _ in range(n):
+            try:
+                held.append(Queue(addr, src=src, timeout=3))
+            except (Closed, OSError):
+                pass
+        return held
+    held = open_from(src1, per_address + 2)
+    check(f"{src1} holds --max-connections-per-address ({per_address}) beside the keeper", len(held) == per_address,
+          f"{len(held)} served")
+    check("... refused past it, logged", logged(log, f"connections from {src1}, the most --max-connections-per-address allows"))
+    ok, saw = keeper.serves()
+    check("the keeper is served at the per-address limit", ok, saw)
+    more = open_from(src2, total)
+    check(f"all addresses hold --max-connections ({total}), the keeper's 2 counted", 2 + len(held) + len(more) == total,
+          f"{2 + len(held) + len(more)} held")
+    ok, saw = keeper.serves()
+    check("the keeper is served at the connection limit", ok, saw)
+    for q in held + more:
+        q.close()
+
+
 def main():
-    addr, subnqn, ctl, pid, log = sys.argv[1], sys.argv[2].encode(), sys.argv[3], sys.argv[4], sys.argv[5]
+    if sys.argv[1] == "connections":
+        a = sys.argv[2:]
+        connections(a[0], a[1].encode(), a[2], a[3], a[4], int(a[5]), int(a[6]), a[7])
+        sys.exit(1 if failures else 0)
+    addr, subnqn, ctl, pid, log = sys.argv[2], sys.argv[3].encode(), sys.argv[4], sys.argv[5], sys.argv[6]
     keeper = Keeper(addr, subnqn)
     ok, saw = keeper.serves()
     check("the keeper is served before any limit", ok, saw)

@@ -8,17 +8,29 @@
 # while a host connected before it all keeps reading what it writes
 # (ceilings.py); the highest NSID and Identify's NN; and each limit at
 # start-up refused with exit status 1, in the same words. The connection
-# limits are admission.sh's (integration_admission_gate).
+# limits' refusals are admission.sh's (integration_admission_gate); here
+# the keeper is served at them too.
 source "$(dirname "$0")/lib.sh"
 lab_up --paths 1
 CAPS=(--max-controllers 3 --max-subsystems 2 --max-namespaces 2 --max-ram 64m)
-start_target --listen 10.1.1.1 --transport tcp --subnqn "$NQN" --ns ram:16m --control "$work/control" --log-level info \
-  "${CAPS[@]}"
+# Two event loops: the Connects of a storm at the controller limit are
+# counted from both (integration_tsan_ceilings runs this under TSan).
+start_target --listen 10.1.1.1 --transport tcp --threads 2 --subnqn "$NQN" --ns ram:16m --control "$work/control" \
+  --log-level info "${CAPS[@]}"
 grep -q "holding at most 2 subsystems, 2 namespaces and 3 controllers each, RAM namespaces of 67108864 bytes (64.0 MiB) \
 (16777216 bytes (16.0 MiB) taken)" "$work/target.log" && pass "the limits are logged at start" ||
   fail "no limits line at start: $(grep -m1 'holding at most' "$work/target.log")"
-in_host python3 "$root/tests/integration/ceilings.py" 10.1.1.1 "$NQN" "$work/control" "$target_pid" "$work/target.log" ||
-  fail "ceilings.py"
+in_host python3 "$root/tests/integration/ceilings.py" limits 10.1.1.1 "$NQN" "$work/control" "$target_pid" \
+  "$work/target.log" || fail "ceilings.py limits"
+stop_target || fail "target exit status"
+
+# The connection limits: their refusals are admission.sh's; here, the
+# host connected before them is served at each.
+for i in 11 12 13; do in_host ip addr add "10.1.1.$i/24" dev h1; done
+start_target --listen 10.1.1.1 --transport tcp --subnqn "$NQN" --ns ram:16m --max-connections-per-address 4 \
+  --max-connections 8
+in_host python3 "$root/tests/integration/ceilings.py" connections 10.1.1.1 "$NQN" 10.1.1.11 10.1.1.12 10.1.1.13 4 8 \
+  "$work/target.log" || fail "ceilings.py connections"
 stop_target || fail "target exit status"
 
 # At start-up: the same rules, the same words, exit status 1.
