@@ -6,6 +6,7 @@ whether `bench/run all` runs it, and the same two calls: run(ctx) returns
 import dataclasses
 import json
 import pathlib
+import random
 import textwrap
 from typing import Callable
 
@@ -14,6 +15,7 @@ import floor_experiment
 import guest
 import guest_depth
 import guest_lossy
+import guest_soak
 import matrix
 import priority
 import soak
@@ -113,10 +115,28 @@ def _depth(ctx):
 
 def _soak(ctx):
     minutes = ctx.args.minutes or (2 if ctx.args.smoke else 30)
-    print(f"bench: soak, {minutes} min -> {ctx.out}", flush=True)
-    res = soak.run(minutes, ctx.work, seed=ctx.args.seed)
-    ctx.keep("soak", res)
-    return {"soak": res}
+    where = ctx.args.where
+    # One seed for both places: the same faults at the same times.
+    seed = ctx.args.seed if ctx.args.seed is not None else random.SystemRandom().randrange(1 << 32)
+    print(f"bench: soak, {minutes:g} min ({'the lab, then the guest' if where == 'both' else 'the ' + where}) -> {ctx.out}",
+          flush=True)
+    out = {}
+    if where in ("lab", "both"):
+        out["soak"] = soak.run(minutes, ctx.work, seed=seed)
+        ctx.keep("soak", out["soak"])
+    if where in ("guest", "both"):
+        out["soak_guest"] = guest_soak.run(minutes, ctx.work, seed, ctx.out)
+        ctx.keep("soak_guest", out["soak_guest"])
+    return out
+
+
+def _soak_report(r, ctx):
+    text = ""
+    if "soak" in r:
+        text += soak.report(r["soak"], soak.plot(r["soak"], ctx.out)) + "\n"
+    if "soak_guest" in r:
+        text += guest_soak.report(r["soak_guest"], guest_soak.plot(r["soak_guest"], ctx.out)) + "\n"
+    return text
 
 
 def _compare(ctx):
@@ -152,11 +172,13 @@ EXPERIMENTS = (
                "engine, its raw control and the kernel host with where the guest's CPU goes (cpu), a depth sweep with its plot "
                "(sweep: sweep-mptcp and sweep-tcp, a boot each), the headline cells (headline), lossy TCP (tcp), equal flows (equal), in-capsule writes on both targets (inline), the host cross-check (host); --case picks, --smp the vCPUs",
                root=True, in_all=False, run=_depth, report=lambda r, ctx: guest_depth.report(r["depth"], ctx.out)),
-    Experiment("soak", "verified I/O for --minutes (30) on lossy lab paths, multipath over TCP beside one MPTCP "
-               "connection, while faults come at random from --seed (blackholes, carrier loss, loss bursts, rate drops, a "
-               "target restart, ANA, control-socket changes): errors, verify failures, failovers, stalls, and RSS and "
-               "descriptors of fio and the target over time",
-               root=True, in_all=False, run=_soak, report=lambda r, ctx: soak.report(r["soak"], soak.plot(r["soak"], ctx.out))),
+    Experiment("soak", "verified I/O for --minutes (30) on lossy paths while faults come at random from --seed "
+               "(blackholes, carrier loss, loss bursts, rate drops, a target restart, ANA, control-socket changes), in "
+               "two places (--where): the lab (the engine against mpnvme-target, multipath over TCP beside one MPTCP "
+               "connection) and the qemu guest on Debian's newest kernel (the engine against nvmet beside the kernel "
+               "host against mpnvme-target): errors, verify failures, failovers, stalls, and memory and descriptors of "
+               "fio and the targets over time",
+               root=True, in_all=False, run=_soak, report=_soak_report),
     Experiment("compare", "two git revisions (bench/run compare REF1 REF2): the same 1 GiB transfer, interleaved N "
                "times (default 10), each run's actual / ideal time at the lab's line rate, and whether the "
                "difference is within the run-to-run noise; QD1 and QD32 on loopback as ratios to the floor of each round",

@@ -247,8 +247,47 @@ def execute(shape, runs, work, kernel, name="guest", out=None):
     setup.write_text("/usr/local/bin/bash /files/guest-bench.sh > /dev/console 2>&1 &\n")
     files = [gdir / "plan", gdir / "params", common.LAB, HERE / "guest-seed.fio", HERE / "guest-bench.sh", HERE / "flows.awk",
              HERE / "mptcp-stuck.sh"]
-    env["MPNVME_LAB_FILES"] = " ".join(map(str, files))
-    state = gdir / "lab"
+    budget = run_budget(shape, plan)
+    tags = {p.split()[-1] for p in plan}
+    bar = progress.Progress(f"{name} ({kernel})", len(plan))
+    kept = (out / f"{name}-{re.sub(r'[^A-Za-z0-9.]', '_', kernel)}-console.log") if out else None
+    done = 0
+
+    def follow(lines):
+        nonlocal done
+        if kept:
+            with open(kept, "a") as f:
+                f.writelines(x + "\n" for x in lines)
+        for x in lines:
+            tag = x.split(" ", 2)[1] if " " in x[6:] else ""
+            if tag in tags:
+                done += 1
+                bar.step(done, tag)
+            elif re.search(r"fail|note|unfinished", tag) or not kept:
+                bar.say(f"  guest: {x[6:200]}")
+
+    started = time.monotonic()
+    text, boot_s, finished = boot_and_follow(gdir / "lab", setup, files, env, "BENCH", budget, follow)
+    bar.done()
+    if not finished:
+        # What finished is kept (an hour of runs outlives one that hangs);
+        # the report says the rest did not run.
+        print(f"bench/run: the guest did not finish its {len(plan)} runs in {budget} s; console tail:\n"
+              + "\n".join(text.splitlines()[-30:]), file=sys.stderr, flush=True)
+        text += f"\nBENCH unfinished: the guest ran out of its {budget} s for {len(plan)} runs\n"
+    res = parse(text, shape, runs, boot_s, time.monotonic() - started)
+    res["kernel_asked"] = kernel
+    res["kernel_mptcp_host"] = kernel_mptcp
+    return res
+
+
+def boot_and_follow(state, setup, files, env, prefix, budget_s, follow):
+    """Boot the lab guest (state: its directory, setup: its /setup.sh,
+    files: copied to /files/) in a network namespace of its own, hand
+    follow() each new console line that starts with PREFIX + " " as it
+    comes, until PREFIX-DONE or budget_s after the boot; then stop it.
+    Returns the console text, the boot's seconds and whether it finished."""
+    env = dict(env, MPNVME_LAB_FILES=" ".join(map(str, files)))
     netns = f"mpnvme-bench{os.getpid()}"
     subprocess.run(["ip", "netns", "add", netns], check=True)
     console = state / "console.log"
@@ -260,45 +299,21 @@ def execute(shape, runs, work, kernel, name="guest", out=None):
         if r.returncode:
             common.die(f"the kernel lab did not boot: {r.stderr[-1500:]}")
         boot_s = time.monotonic() - started
-        budget = run_budget(shape, plan)
-        deadline = time.monotonic() + budget
+        deadline = time.monotonic() + budget_s
         seen = 0
-        tags = {p.split()[-1] for p in plan}
-        bar = progress.Progress(f"{name} ({kernel})", len(plan))
-        kept = (out / f"{name}-{re.sub(r'[^A-Za-z0-9.]', '_', kernel)}-console.log") if out else None
-        done = 0
         while True:
             text = console.read_text(errors="replace")
-            lines = [x for x in text.splitlines() if x.startswith("BENCH ")]
-            if kept:
-                with open(kept, "a") as f:
-                    f.writelines(x + "\n" for x in lines[seen:])
-            for x in lines[seen:]:
-                tag = x.split(" ", 2)[1] if " " in x[6:] else ""
-                if tag in tags:
-                    done += 1
-                    bar.step(done, tag)
-                elif re.search(r"fail|note|unfinished", tag) or not kept:
-                    bar.say(f"  guest: {x[6:200]}")
+            lines = [x for x in text.splitlines() if x.startswith(prefix + " ")]
+            follow(lines[seen:])
             seen = len(lines)
-            if "BENCH-DONE" in text:
-                bar.done()
-                break
+            if f"{prefix}-DONE" in text:
+                return text, boot_s, True
             if time.monotonic() > deadline:
-                # What finished is kept (an hour of runs outlives one that
-                # hangs); the report says the rest did not run.
-                print(f"bench/run: the guest did not finish its {len(plan)} runs in {budget} s; console tail:\n"
-                      + "\n".join(text.splitlines()[-30:]), file=sys.stderr, flush=True)
-                text += f"\nBENCH unfinished: the guest ran out of its {budget} s for {len(plan)} runs\n"
-                break
+                return text, boot_s, False
             time.sleep(2)
     finally:
         subprocess.run(["ip", "netns", "exec", netns, str(LABSH), "stop", str(state)], capture_output=True)
         subprocess.run(["ip", "netns", "del", netns], capture_output=True)
-    res = parse(text, shape, runs, boot_s, time.monotonic() - started)
-    res["kernel_asked"] = kernel
-    res["kernel_mptcp_host"] = kernel_mptcp
-    return res
 
 
 def run_budget(shape, plan):

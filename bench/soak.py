@@ -42,6 +42,11 @@ BASE_LOSS_PCT = 0.2      # real loss on every path, all the time
 SAMPLE_S = 5             # RSS, descriptors and counters
 CTRL_LOSS_TMO_S = 60     # a target restart is over long before
 NS_MIB = 256             # each job's file namespace
+# Blocks are read back and checked after every this many writes, while the
+# job runs: without it fio checks all it wrote once the namespace's size
+# has passed, a phase of reads its bandwidth log does not record (on lossy
+# 40 Mbit paths, 28 s without a row: no stall, yet it looked like one).
+VERIFY_BACKLOG = 64
 KINDS = ("blackhole", "carrier", "loss-burst", "rate", "target-restart", "ana", "control")
 # fio's words when a block read back is not what was written.
 VERIFY_FAILED = re.compile(r"verify: bad|verify failed|bad magic|verify type mismatch|crc32c: .*(wanted|got)", re.I)
@@ -211,7 +216,7 @@ def fio_command(lab, work, seconds):
     MPTCP connection on nsid 2."""
     return [*common.lab_fio(lab), f"--ioengine=external:{common.ENGINE}", f"--subnqn={NQN}", "--rw=randrw",
             "--bsrange=4k-128k", "--iodepth=16", f"--size={NS_MIB}m", "--verify=crc32c", "--verify_fatal=1",
-            "--do_verify=1", "--time_based=1", f"--runtime={int(seconds)}", "--thread=1",
+            "--do_verify=1", f"--verify_backlog={VERIFY_BACKLOG}", "--time_based=1", f"--runtime={int(seconds)}", "--thread=1",
             f"--ctrl_loss_tmo={CTRL_LOSS_TMO_S}", "--reconnect_delay=1", "--io_timeout=3000", "--log_level=info",
             f"--write_bw_log={work / 'soak'}", "--log_avg_msec=1000", "--output-format=json",
             f"--output={work / 'fio.json'}", f"--path_stats={work / 'paths.jsonl'}",
@@ -274,42 +279,64 @@ def run_soak(lab, work, seconds, seed):
 
 
 # Flatness is judged over this much time after the warm-up, or not at
-# all: a few minutes show the allocator settling, not a leak.
+# all: a few minutes show the allocator settling, not a leak. A target
+# restarted by the soak is judged in each of its lives of at least
+# GENERATION_MIN_S after its own warm-up, together this long.
 JUDGED_AFTER_S = 600
+GENERATION_MIN_S = 180
+
+
+def growth(rows, key_rss, key_fds):
+    """The median of the last tenth of the rows against the first tenth
+    (the most descriptors, when key_fds names them)."""
+    n = max(2, len(rows) // 10)
+    early, late = rows[:n], rows[-n:]
+    rss0, rss1 = statistics.median(s[key_rss] for s in early), statistics.median(s[key_rss] for s in late)
+    fd0, fd1 = (max(s[key_fds] for s in early), max(s[key_fds] for s in late)) if key_fds else (None, None)
+    g = rss1 - rss0
+    flat = g <= max(RSS_SLACK_MIB, RSS_SLACK_FRACTION * rss0) and (fd0 is None or fd1 <= fd0 + FD_SLACK)
+    return {"samples": len(rows), "rss_mib": [round(rss0, 1), round(rss1, 1)], "rss_growth_mib": round(g, 1),
+            "fds": [fd0, fd1], "flat": flat}
 
 
 def flatness(samples, key_rss, key_fds, warm):
-    """Growth of RSS and descriptors after the warm-up: the median of the
-    last tenth of the samples against the first tenth (of the longest
-    stretch of one target generation, for the target). Not judged (flat
+    """Growth of RSS (or another memory figure) and descriptors (key_fds
+    None: none) after the warm-up (growth()). The target (a key starting
+    with "target") is judged in each generation the soak's restarts made,
+    each after its own warm-up, and the worst is given. Not judged (flat
     None, with why) for a soak too short, or for an ASan build, whose
     quarantine holds freed memory by design."""
     if os.environ.get("MPNVME_PRELOAD"):
         return {"flat": None, "why": "an ASan build (its quarantine keeps freed memory)"}
-    rows = [s for s in samples if s["t_s"] >= warm and s[key_rss] is not None]
-    if key_rss.startswith("target"):
-        by_gen = {}
-        for s in rows:
-            by_gen.setdefault(s["target_generation"], []).append(s)
-        rows = max(by_gen.values(), key=len, default=[])
-    if len(rows) < 10 or rows[-1]["t_s"] - rows[0]["t_s"] < JUDGED_AFTER_S:
-        return {"flat": None, "why": f"under {JUDGED_AFTER_S // 60} min after the warm-up"}
-    n = max(2, len(rows) // 10)
-    early, late = rows[:n], rows[-n:]
-    rss0, rss1 = statistics.median(s[key_rss] for s in early), statistics.median(s[key_rss] for s in late)
-    fd0, fd1 = max(s[key_fds] for s in early), max(s[key_fds] for s in late)
-    growth = rss1 - rss0
-    flat = growth <= max(RSS_SLACK_MIB, RSS_SLACK_FRACTION * rss0) and fd1 <= fd0 + FD_SLACK
-    return {"samples": len(rows), "rss_mib": [round(rss0, 1), round(rss1, 1)], "rss_growth_mib": round(growth, 1),
-            "fds": [fd0, fd1], "flat": flat}
+    rows = [s for s in samples if s["t_s"] >= warm and s.get(key_rss) is not None]
+    if not key_rss.startswith("target"):
+        if len(rows) < 10 or rows[-1]["t_s"] - rows[0]["t_s"] < JUDGED_AFTER_S:
+            return {"flat": None, "why": f"under {JUDGED_AFTER_S // 60} min after the warm-up"}
+        return growth(rows, key_rss, key_fds)
+    lives = {}
+    for s in samples:
+        if s.get(key_rss) is not None:
+            lives.setdefault(s["target_generation"], []).append(s)
+    judged = []
+    for life in lives.values():
+        kept = [s for s in life if s["t_s"] >= max(warm, life[0]["t_s"] + warm)]
+        if len(kept) >= 10 and kept[-1]["t_s"] - kept[0]["t_s"] >= GENERATION_MIN_S:
+            judged.append(kept)
+    seconds = sum(k[-1]["t_s"] - k[0]["t_s"] for k in judged)
+    if seconds < JUDGED_AFTER_S:
+        return {"flat": None, "why": f"under {JUDGED_AFTER_S // 60} min in lives of at least {GENERATION_MIN_S // 60} min "
+                f"after their warm-up ({len(lives)} generations)"}
+    each = [growth(k, key_rss, key_fds) for k in judged]
+    worst = max(each, key=lambda g: (not g["flat"], g["rss_growth_mib"]))
+    return worst | {"flat": all(g["flat"] for g in each), "generations": len(judged), "judged_s": round(seconds)}
 
 
-def longest_stall(log):
-    """The longest time without a completion in a 1 s bandwidth log, in
-    seconds: fio writes no row for an interval in which nothing completed,
-    and a row of 0 is one too."""
+def longest_stall(rows):
+    """The longest time without a completion in a 1 s bandwidth log's rows,
+    in seconds: fio writes no row for an interval in which nothing
+    completed, and a row of 0 is one too."""
     longest = quiet = previous = 0
-    for t, rate in fio_logs.log_rows(log):
+    for t, rate in rows:
         gap = t - previous
         if rate == 0:
             quiet += gap
@@ -335,7 +362,7 @@ def summarize(raw, work, seconds, seed):
                      "failovers": sum(p.get("failovers", 0) for p in paths),
                      "reconnects": sum(p.get("reconnects", 0) for p in paths),
                      "down_s": round(sum(p.get("down_s", 0) for p in paths), 1),
-                     "longest_stall_s": longest_stall(logs[i]) if i < len(logs) else None})
+                     "longest_stall_s": longest_stall(fio_logs.log_rows(logs[i])) if i < len(logs) else None})
     verify_failures = sum(1 for _, line in raw["events"] if VERIFY_FAILED.search(line))
     warm = warmup_s(seconds)
     fio_flat = flatness(raw["samples"], "fio_rss_mib", "fio_fds", warm)
@@ -389,34 +416,45 @@ COLORS = {"blackhole": "black", "carrier": "tab:red", "loss-burst": "tab:orange"
 
 
 def plot(res, out):
-    """Over the soak's minutes: each job's MiB/s, RSS and descriptors of fio
-    and the target, and the senders' retransmissions and timeouts per
-    sample; the faults shaded where they were."""
+    """The lab soak's plot (plot_soak)."""
+    throughput = {}
+    for name, rows in sorted(res["throughput"].items()):
+        throughput[res["jobs"][int(name.rsplit(".", 2)[1]) - 1]["name"] if res["jobs"] else name] = rows
+    title = (f"soak: {res['minutes']} min, seed {res['seed']}, {len(res['faults'])} faults "
+             f"({res['setting']['conditions']}, {PATHS} x {RATE_MBIT} Mbit)")
+    return [plot_soak(title, throughput, res["samples"], (("fio_rss_mib", "fio"), ("target_rss_mib", "mpnvme-target")),
+                      (("fio_fds", "fio"), ("target_fds", "mpnvme-target")), res["faults"], out / "soak.png")]
+
+
+def plot_soak(title, throughput, samples, rss, fds, faults, path):
+    """Over a soak's minutes: each job's MiB/s (throughput: label -> 1 s
+    bandwidth log rows), the memory and descriptors of the processes
+    (rss, fds: (sample key, label) pairs), and the senders' retransmissions
+    and timeouts per sample; the faults shaded where they were."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(4, 1, figsize=(11, 11), sharex=True)
-    for name, rows in sorted(res["throughput"].items()):
-        job = res["jobs"][int(name.rsplit(".", 2)[1]) - 1]["name"] if res["jobs"] else name
+    for label, rows in throughput.items():
         t, v = per_second(rows)
-        axes[0].step(t, v, where="pre", lw=0.6, label=job)
+        axes[0].step(t, v, where="pre", lw=0.6, label=label)
     axes[0].set_ylabel("MiB/s (1 s)")
-    s = res["samples"]
-    m = [x["t_s"] / 60 for x in s]
-    for key, label in (("fio_rss_mib", "fio"), ("target_rss_mib", "mpnvme-target")):
-        axes[1].plot(m, [x[key] for x in s], label=label)
-    axes[1].set_ylabel("RSS (MiB)")
-    for key, label in (("fio_fds", "fio"), ("target_fds", "mpnvme-target")):
-        axes[2].plot(m, [x[key] for x in s], label=label)
+    m = [x["t_s"] / 60 for x in samples]
+    for key, label in rss:
+        axes[1].plot(m, [x.get(key) for x in samples], label=label)
+    axes[1].set_ylabel("memory (MiB)")
+    for key, label in fds:
+        axes[2].plot(m, [x.get(key) for x in samples], label=label)
     axes[2].set_ylabel("open descriptors")
     for key, label in (("retrans", "retransmitted segments"), ("timeouts", "retransmission timeouts")):
-        per = [0] + [sum(b["senders"][w][key] - a["senders"][w][key] for w in a["senders"]) for a, b in zip(s, s[1:])]
+        per = [0] * min(1, len(samples)) + [sum(b["senders"][w][key] - a["senders"][w][key] for w in a["senders"])
+                                            for a, b in zip(samples, samples[1:])]
         axes[3].plot(m, per, label=label, lw=0.8)
     axes[3].set_yscale("symlog")
     axes[3].set_ylabel(f"senders, per {SAMPLE_S} s")
     axes[3].set_xlabel("minutes")
     seen = set()
-    for f in res["faults"]:
+    for f in faults:
         for ax in axes:
             ax.axvspan(f["started_s"] / 60, f["ended_s"] / 60, color=COLORS[f["kind"]], alpha=0.25,
                        label=None if (ax is not axes[0] or f["kind"] in seen) else f["kind"])
@@ -424,19 +462,23 @@ def plot(res, out):
     for ax in axes:
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=7, loc="upper right", ncol=4)
-    axes[0].set_title(f"soak: {res['minutes']} min, seed {res['seed']}, {len(res['faults'])} faults "
-                      f"({res['setting']['conditions']}, {PATHS} x {RATE_MBIT} Mbit)", fontsize=9)
+    axes[0].set_title(title, fontsize=9)
     fig.tight_layout()
-    path = out / "soak.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    return [path]
+    return path
+
+
+# What a host's line says it did, in the fault table's words: the engine's
+# and the kernel host's.
+DID = (("down", re.compile(r"path down")), ("up again", re.compile(r"up again")),
+       ("reset", re.compile(r"error recovery|controller reset", re.I)), ("reconnected", re.compile(r"reconnected", re.I)),
+       ("ANA", re.compile(r"not usable|ANA", re.I)))
 
 
 def fault_row(f, events):
     during = [line for t, line in events if f["started_s"] <= t <= f["ended_s"] + 15]
-    did = ", ".join(sorted({e for line in during for e in ("down", "up again", "reconnected", "ANA")
-                            if (e in line if e != "ANA" else "not usable" in line)})) or "-"
+    did = ", ".join(word for word, pattern in DID if any(pattern.search(line) for line in during)) or "-"
     where = "" if f.get("path") is None else f" path {f['path']}"
     extra = f" {f['loss_pct']} %" if "loss_pct" in f else f" {f['rate_mbit']} Mbit" if "rate_mbit" in f else ""
     d = f["senders"]
@@ -444,32 +486,50 @@ def fault_row(f, events):
             f"{d['dropped']} | {d['retrans']} | {d['timeouts']} | {did} |")
 
 
-def report(res, plots):
-    st = res["setting"]
-    lines = [f"## Soak: {res['minutes']} min of verified I/O under faults: {res['verdict'].upper()}", "",
-             f"Seed {res['seed']} (`bench/run soak --minutes {res['minutes']:g} --seed {res['seed']}` replays the "
-             f"schedule); {PATHS} x {RATE_MBIT} Mbit lab paths, {st['conditions']}, {st['cc']}, Linux {st['kernel']}, "
-             f"MPTCP endpoints `{st['endpoints']}`; ctrl_loss_tmo {st['ctrl_loss_tmo_s']} s, io_timeout "
-             f"{st['io_timeout_ms']} ms; two jobs of one fio (randrw 4k-128k, QD16, crc32c verify) on file "
-             f"namespaces of {st['namespace_mib']} MiB; warm-up {res['warmup_s']:.0f} s.", "",
-             f"I/O errors: {res['io_errors']}; verify failures: {res['verify_failures']}; fio exit status "
-             f"{res['fio_rc']}; target exit status {res['target_rc']}.", "",
-             "| job | written MiB | read and verified MiB | error | failovers | reconnects | paths down (s) | longest stall (s) |",
+def target_who(f):
+    """The target's row name: in how many of its lives it was judged."""
+    return f"mpnvme-target (worst of {f['generations']} lives, {f['judged_s'] // 60} min)" if "generations" in f else "mpnvme-target"
+
+
+def jobs_table(jobs):
+    lines = ["| job | written MiB | read and verified MiB | error | failovers | reconnects | paths down (s) | longest stall (s) |",
              "|---|---|---|---|---|---|---|---|"]
-    for j in res["jobs"]:
-        lines.append(f"| {j['name']} | {j['written_mib']} | {j['read_mib']} | {j['error']} | {j['failovers']} | "
-                     f"{j['reconnects']} | {j['down_s']} | {j['longest_stall_s']} |")
-    lines += ["", "| process | RSS after warm-up -> at the end (MiB) | growth (MiB) | descriptors | flat |", "|---|---|---|---|---|"]
-    for who, key in (("fio", "fio"), ("mpnvme-target (longest generation)", "target")):
-        f = res[key]
+    return lines + [f"| {j['name']} | {j['written_mib']} | {j['read_mib']} | {j['error']} | {j['failovers']} | "
+                    f"{j['reconnects']} | {j['down_s']} | {j['longest_stall_s']} |" for j in jobs]
+
+
+def flatness_table(rows):
+    """rows: (who, unit, flatness()) for each process or figure watched."""
+    lines = ["| process | after warm-up -> at the end | growth | descriptors | flat |", "|---|---|---|---|---|"]
+    for who, unit, f in rows:
         if f["flat"] is None:
             lines.append(f"| {who} | not judged: {f['why']} | | | |")
         else:
-            lines.append(f"| {who} | {f['rss_mib'][0]} -> {f['rss_mib'][1]} | {f['rss_growth_mib']} | "
-                         f"{f['fds'][0]} -> {f['fds'][1]} | {'yes' if f['flat'] else '**no**'} |")
-    lines += ["", "Each fault, with what both directions' senders did while it lasted (the kernel's own counters: "
-              "a blackhole shows retransmission timeouts) and what the engine logged then and in the 15 s after:", "",
-              "| at | fault | s | dropped | retransmitted | timeouts | engine |", "|---|---|---|---|---|---|---|"]
-    lines += [fault_row(f, res["events"]) for f in res["faults"]]
+            fds = "-" if f["fds"][0] is None else f"{f['fds'][0]} -> {f['fds'][1]}"
+            lines.append(f"| {who} | {f['rss_mib'][0]} -> {f['rss_mib'][1]} {unit} | {f['rss_growth_mib']} {unit} | "
+                         f"{fds} | {'yes' if f['flat'] else '**no**'} |")
+    return lines
+
+
+def faults_table(faults, events, hosts):
+    return ["Each fault, with what both directions' senders did while it lasted (the kernel's own counters: "
+            f"a blackhole shows retransmission timeouts) and what {hosts} logged then and in the 15 s after:", "",
+            "| at | fault | s | dropped | retransmitted | timeouts | hosts did |", "|---|---|---|---|---|---|---|"] + \
+        [fault_row(f, events) for f in faults]
+
+
+def report(res, plots):
+    st = res["setting"]
+    lines = [f"## Soak: {res['minutes']} min of verified I/O under faults: {res['verdict'].upper()}", "",
+             f"Seed {res['seed']} (`bench/run soak --where lab --minutes {res['minutes']:g} --seed {res['seed']}` "
+             f"replays the schedule); {PATHS} x {RATE_MBIT} Mbit lab paths, {st['conditions']}, {st['cc']}, Linux "
+             f"{st['kernel']}, MPTCP endpoints `{st['endpoints']}`; ctrl_loss_tmo {st['ctrl_loss_tmo_s']} s, io_timeout "
+             f"{st['io_timeout_ms']} ms; two jobs of one fio (randrw 4k-128k, QD16, crc32c verify) on file "
+             f"namespaces of {st['namespace_mib']} MiB; warm-up {res['warmup_s']:.0f} s.", "",
+             f"I/O errors: {res['io_errors']}; verify failures: {res['verify_failures']}; fio exit status "
+             f"{res['fio_rc']}; target exit status {res['target_rc']}.", ""]
+    lines += jobs_table(res["jobs"]) + [""]
+    lines += flatness_table([("fio", "MiB RSS", res["fio"]), (target_who(res["target"]), "MiB RSS", res["target"])])
+    lines += [""] + faults_table(res["faults"], res["events"], "the engine")
     lines += [""] + [f"![{p.stem}]({p.name})" for p in plots] + [""]
     return "\n".join(lines)
