@@ -43,18 +43,10 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from verdict import check, finish  # noqa: E402
 from nvmehost import (AUTH_REQUIRED, CONNECT_INVALID_HOST, DISCOVERY_NQN, RESERVATION_CONFLICT, R2T, Closed, Queue, code, control, lba_bytes,  # noqa: E402
                       dhchap_key, dhchap_secret, keys, read_sqe, resv, sqe, write_sqe)
 from nvmetcp import capsule, h2c, icreq  # noqa: E402
-
-failures = 0
-
-
-def check(what, cond, saw=""):
-    global failures
-    print(f"{'ok' if cond else 'FAIL'}: {what}{': ' + saw if saw else ''}", flush=True)
-    failures += 0 if cond else 1
-
 
 def hid(n):
     return bytes([n]) * 16
@@ -490,7 +482,7 @@ def main():
               "reservation": reservation, "hostid": hostid, "forge": forge, "allow-narrows": allow_narrows,
               "hostid-observe": hostid_observe, "digest": digest}[case]
         fn(addr, subnqn, *rest[1:])
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 if __name__ == "__main__":

@@ -22,20 +22,12 @@ import time
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+from verdict import check, finish  # noqa: E402
 from nvmehost import Closed, Queue, code, control, read_sqe, sqe, write_sqe  # noqa: E402
 
 CONTROLLER_BUSY = 0x181  # SCT 1 (command specific), SC 0x81
 DNR = 0x4000
 MAX_NSID = 0xFFFFFFFE
-failures = 0
-
-
-def check(what, cond, saw=""):
-    global failures
-    print(f"{'ok' if cond else 'FAIL'}: {what}{': ' + saw if saw else ''}", flush=True)
-    failures += 0 if cond else 1
-
-
 def host(n):
     return f"nqn.2026-12.io.mpnvme:ceiling-{n}".encode()
 
@@ -251,7 +243,7 @@ def main():
     if sys.argv[1] == "connections":
         a = sys.argv[2:]
         connections(a[0], a[1].encode(), a[2], a[3], a[4], int(a[5]), int(a[6]), a[7])
-        sys.exit(1 if failures else 0)
+        finish()
     addr, subnqn, ctl, pid, log = sys.argv[2], sys.argv[3].encode(), sys.argv[4], sys.argv[5], sys.argv[6]
     keeper = Keeper(addr, subnqn)
     ok, saw = keeper.serves()
@@ -263,7 +255,7 @@ def main():
     ram(ctl, pid, log, keeper)
     ok, saw = keeper.serves()
     check("the keeper is served at the end", ok, saw)
-    sys.exit(1 if failures else 0)
+    finish()
 
 
 if __name__ == "__main__":
