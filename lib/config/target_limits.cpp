@@ -9,7 +9,7 @@ namespace mpnvme::target {
 
 void check_subsystem_room(size_t held, const TargetLimits &limits) {
   if (held < limits.max_subsystems) return;
-  throw LimitReached(fmt::format("the target holds {} subsystems, the most --max-subsystems allows", held));
+  throw LimitReached(fmt::format("the target holds {} subsystem(s), the most --max-subsystems allows", held));
 }
 
 void check_subsystem_limits(const SubsystemConfig &s, const TargetLimits &limits) {

@@ -116,7 +116,7 @@ ConnectRefusal SubmissionQueue::connect_admin(const ConnectData &d, uint32_t kat
   // host retrying at once would meet the same limit).
   if (!ctrl_)
     return {kStatusConnectCtrlBusy,
-            fmt::format("subsystem {} holds {} controllers, the most {} allows", printable(d.subnqn),
+            fmt::format("subsystem {} holds {} controller(s), the most {} allows", printable(d.subnqn),
                         controller_limit(sub->cfg, reg_.config().limits), controller_limit_option(sub->cfg))};
   log().info("{}: host {} connected to {} as controller {} (kato {} ms)", label_, connect_host_, d.subnqn, ctrl_->cntlid, kato);
   return {};

@@ -94,7 +94,7 @@ def controllers(addr, subnqn, log, keeper):
     over.close()
     check("... logged with the host, the subsystem and the limit",
           logged(log, f"from host {host(12).decode()}: Connect Controller Busy (sct 0x1 sc 0x81, DNR): subsystem "
-                      f"{subnqn.decode()} holds 3 controllers, the most --max-controllers allows"))
+                      f"{subnqn.decode()} holds 3 controller(s), the most --max-controllers allows"))
     ok, saw = keeper.serves()
     check("the keeper's I/O and keep-alive are answered at the controller limit", ok, saw)
     # A storm at the limit: of 16 Connects at once after one controller
@@ -139,7 +139,7 @@ def own_limit(addr, ctl, log):
     check("its second controller gets Controller Busy with DNR", st1 == 0 and code(st2) == CONTROLLER_BUSY and st2 & DNR,
           f"first {st1:#x}, second {st2:#x}")
     check("... logged naming the subsystem's own limit",
-          logged(log, f"subsystem {sub} holds 1 controllers, the most its max-controllers= allows"))
+          logged(log, f"subsystem {sub} holds 1 controller(s), the most its max-controllers= allows"))
     reply = control(ctl, f"subsystem add {sub}-bad max-controllers=70000 null:1m")
     check("max-controllers= outside 1..65519 is refused, naming it", "max-controllers= takes 1..65519" in reply, reply.strip())
     q1.close()
@@ -151,10 +151,10 @@ def subsystems(ctl, log, keeper, extra):
     before = control(ctl, "subsystems")
     reply = control(ctl, "subsystem add nqn.2026-12.io.mpnvme:third null:1m")
     check("a third subsystem is refused: --max-subsystems 2", reply.startswith("error")
-          and "the target holds 2 subsystems, the most --max-subsystems allows" in reply, reply.strip())
+          and "the target holds 2 subsystem(s), the most --max-subsystems allows" in reply, reply.strip())
     check("... and nothing changed", control(ctl, "subsystems") == before)
     check("... logged", logged(log, "subsystem nqn.2026-12.io.mpnvme:third not added by the control socket: the target holds 2 "
-                                    "subsystems, the most --max-subsystems allows"))
+                                    "subsystem(s), the most --max-subsystems allows"))
     ok, saw = keeper.serves()
     check("the keeper is served at the subsystem limit", ok, saw)
     reply = control(ctl, f"subsystem remove {extra}")

@@ -53,7 +53,7 @@ cat >"$work/three.json" <<JSON
 {"subsystems": [{"nqn": "nqn.2026-12.io.mpnvme:a"}, {"nqn": "nqn.2026-12.io.mpnvme:b"}, {"nqn": "nqn.2026-12.io.mpnvme:c"}],
  "ports": [{"portid": 1, "addr": {"trtype": "tcp", "traddr": "10.1.1.1"}}]}
 JSON
-refused_at_start "the target holds 2 subsystems, the most --max-subsystems allows" --max-subsystems 2 --config "$work/three.json"
+refused_at_start "the target holds 2 subsystem(s), the most --max-subsystems allows" --max-subsystems 2 --config "$work/three.json"
 refused_at_start "nsid 4294967295 outside 1..4294967294" --listen 10.1.1.1 --subnqn "$NQN" --ns null:1m,nsid=4294967294 \
   --ns null:1m
 finish

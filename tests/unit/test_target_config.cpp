@@ -173,7 +173,7 @@ static void limits_refused(void **) {
   c.limits.max_namespaces = 2;
   for (const char *nqn : {"nqn.a", "nqn.b", "nqn.c"})
     c.subsystems.push_back(subsystem(nqn));
-  expect_refused<LimitReached>([&] { finalize(c); }, "the target holds 2 subsystems, the most --max-subsystems allows");
+  expect_refused<LimitReached>([&] { finalize(c); }, "the target holds 2 subsystem(s), the most --max-subsystems allows");
   c.subsystems.pop_back();
   c.subsystems[0].namespaces = {parse_namespace_spec("ram:1m", 1, "x"), parse_namespace_spec("ram:1m", 2, "x"),
                                 parse_namespace_spec("ram:1m", 3, "x")};
