@@ -115,7 +115,7 @@ class Console:
 def run(minutes, work, seed, out):
     """The guest soak: `minutes` of it, faults from `seed`."""
     seconds = minutes * 60
-    faults = soak.schedule(seed, seconds)
+    faults = soak.schedule(seed, seconds, RATE_MBIT)
     print(f"soak (guest): {minutes:g} min, seed {seed}: {len(faults)} faults, Linux {KERNEL} with {SMP} vCPUs", flush=True)
     gdir = work / "guest-soak"
     gdir.mkdir()

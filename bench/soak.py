@@ -60,9 +60,11 @@ def warmup_s(seconds):
     return min(60, seconds / 10)
 
 
-def schedule(seed, seconds):
+def schedule(seed, seconds, rate_mbit=RATE_MBIT):
     """The faults of a soak of `seconds`, one at a time with 15..45 s of
-    quiet between them, from `seed` alone: the same seed, the same faults."""
+    quiet between them, from `seed` alone: the same seed, the same faults.
+    A rate fault drops a path to a tenth, a quarter or half of rate_mbit
+    (the paths' own rate), wherever the soak runs."""
     rng = random.Random(seed)
     out, t = [], warmup_s(seconds)
     while True:
@@ -74,7 +76,9 @@ def schedule(seed, seconds):
         elif kind == "loss-burst":
             f |= {"seconds": rng.randint(5, 20), "loss_pct": rng.choice((2, 5, 10))}
         elif kind == "rate":
-            f |= {"seconds": rng.randint(10, 30), "rate_mbit": rng.choice((20, 50, 100))}
+            f["seconds"] = rng.randint(10, 30)  # before the rate: the order a seed has always drawn them in
+            r = round(rate_mbit * rng.choice((0.1, 0.25, 0.5)), 1)
+            f["rate_mbit"] = int(r) if r == int(r) else r
         elif kind == "target-restart":
             f |= {"seconds": rng.randint(1, 5), "path": None}
         elif kind == "ana":
