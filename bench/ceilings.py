@@ -239,6 +239,53 @@ def machine(build):
             f"({kind.group(1) if kind else '?'}{', sanitizers' if sanitized else ''})")
 
 
+def measure(build, controllers=500, hosts=300, storm_runs=3):
+    """Both parts against BUILD's target; the raw figures."""
+    build = pathlib.Path(build).resolve()
+    program = build / "mpnvme-target" / "mpnvme-target"
+    if not program.exists():
+        raise SystemExit(f"{program}: not built (cmake --build {build} --target mpnvme-target)")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = 2 * max(controllers, hosts) + 64
+    if hard < need:
+        raise SystemExit(f"ulimit -n {hard}: {need} descriptors needed")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    with tempfile.TemporaryDirectory(prefix="mpnvme-ceilings.") as tmp:
+        work = pathlib.Path(tmp)
+        m = memory(program, work, controllers)
+        runs = [storm(program, work, hosts) for _ in range(storm_runs)]
+    return {"machine": machine(build), "controllers": controllers, "memory": m, "storms": runs}
+
+
+def report(res):
+    """The Markdown table of measure()'s figures."""
+    m, n, runs = res["memory"], res["controllers"], res["storms"]
+    lines = [f"Machine: {res['machine']}. Target: --transport tcp on 127.0.0.1, one null namespace, queue size 128, "
+             "MDTS 1 MiB, one event loop; host: tests/pylib/nvmehost.py.", "",
+             "| what | figure | how |", "|---|---|---|",
+             f"| target at rest | {m['base'] / 1024:.1f} MiB VmRSS | after one controller and I/O queue came and went |",
+             f"| per controller (admin queue, enabled) | {m['controller']:.1f} KiB | VmRSS over {n} controllers |",
+             f"| per I/O queue, just connected | {m['io']:.1f} KiB | VmRSS over {n} I/O queues, one per controller |",
+             f"| per I/O queue after its first command | +{m['used']:.1f} KiB | a Flush on each: the receive staging "
+             "a connected queue widens to |",
+             f"| per I/O queue after a 128 KiB write | +{m['written']:.1f} KiB | through an R2T: the command buffer a null "
+             "namespace keeps (any but RAM does) |"]
+    for i, s in enumerate(runs, 1):
+        lines.append(f"| Connect storm {i}: {s['hosts']} hosts at once | all done in {s['seconds']:.2f} s: {s['connected']} "
+                     f"connected, {len(s['not'])} refused or failed | ICReq, admin Connect, CC.EN, I/O Connect from "
+                     f"{s['hosts']} threads |")
+        lines.append(f"| a host doing I/O during storm {i} | {s['prober_rounds']} rounds answered, longest "
+                     f"{s['prober_longest'] * 1000:.0f} ms{', FAILED: ' + s['prober_failed'] if s['prober_failed'] else ''} | "
+                     "4 KiB write, read and Keep Alive, one round after the other |")
+    for s in failed(res):
+        lines += ["", f"Not connected: {sorted(set(s['not']))[:5]}"]
+    return "\n".join(lines) + "\n"
+
+
+def failed(res):
+    return [s for s in res["storms"] if s["not"] or s["prober_failed"]]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", required=True, help="build directory holding mpnvme-target/mpnvme-target")
@@ -246,41 +293,9 @@ def main():
     ap.add_argument("--storm", type=int, default=300, help="hosts connecting at once")
     ap.add_argument("--storm-runs", type=int, default=3, help="storms, each against a target of its own")
     a = ap.parse_args()
-    build = pathlib.Path(a.build).resolve()
-    program = build / "mpnvme-target" / "mpnvme-target"
-    if not program.exists():
-        raise SystemExit(f"{program}: not built (cmake --build {a.build} --target mpnvme-target)")
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    need = 2 * max(a.controllers, a.storm) + 64
-    if hard < need:
-        raise SystemExit(f"ulimit -n {hard}: {need} descriptors needed")
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-    with tempfile.TemporaryDirectory(prefix="mpnvme-ceilings.") as tmp:
-        work = pathlib.Path(tmp)
-        m = memory(program, work, a.controllers)
-        runs = [storm(program, work, a.storm) for _ in range(a.storm_runs)]
-    n = a.controllers
-    print(f"Machine: {machine(build)}. Target: --transport tcp on 127.0.0.1, one null namespace, queue size 128, MDTS 1 MiB, "
-          f"one event loop; host: tests/pylib/nvmehost.py.\n")
-    print("| what | figure | how |")
-    print("|---|---|---|")
-    print(f"| target at rest | {m['base'] / 1024:.1f} MiB VmRSS | after one controller and I/O queue came and went |")
-    print(f"| per controller (admin queue, enabled) | {m['controller']:.1f} KiB | VmRSS over {n} controllers |")
-    print(f"| per I/O queue, just connected | {m['io']:.1f} KiB | VmRSS over {n} I/O queues, one per controller |")
-    print(f"| per I/O queue after its first command | +{m['used']:.1f} KiB | a Flush on each: the receive staging "
-          "a connected queue widens to |")
-    print(f"| per I/O queue after a 128 KiB write | +{m['written']:.1f} KiB | through an R2T: the command buffer a null "
-          "namespace keeps (any but RAM does) |")
-    for i, s in enumerate(runs, 1):
-        print(f"| Connect storm {i}: {s['hosts']} hosts at once | all done in {s['seconds']:.2f} s: {s['connected']} connected, "
-              f"{len(s['not'])} refused or failed | ICReq, admin Connect, CC.EN, I/O Connect from {s['hosts']} threads |")
-        print(f"| a host doing I/O during storm {i} | {s['prober_rounds']} rounds answered, longest "
-              f"{s['prober_longest'] * 1000:.0f} ms{', FAILED: ' + s['prober_failed'] if s['prober_failed'] else ''} | "
-              "4 KiB write, read and Keep Alive, one round after the other |")
-    bad = [s for s in runs if s["not"] or s["prober_failed"]]
-    for s in bad:
-        print(f"\nNot connected: {sorted(set(s['not']))[:5]}")
-    sys.exit(1 if bad else 0)
+    res = measure(a.build, a.controllers, a.storm, a.storm_runs)
+    print(report(res))
+    sys.exit(1 if failed(res) else 0)
 
 
 if __name__ == "__main__":

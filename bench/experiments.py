@@ -10,6 +10,8 @@ import random
 import textwrap
 from typing import Callable
 
+import ceilings
+import common
 import compare
 import floor_experiment
 import guest
@@ -139,6 +141,14 @@ def _soak_report(r, ctx):
     return text
 
 
+def _ceilings(ctx):
+    print(f"bench: ceilings (the target's memory per connection and a Connect storm) -> {ctx.out}", flush=True)
+    res = ceilings.measure(common.BUILD, hosts=100 if ctx.args.smoke else 300, storm_runs=ctx.runs,
+                           controllers=100 if ctx.args.smoke else 500)
+    ctx.keep("ceilings", res)
+    return {"ceilings": res}
+
+
 def _compare(ctx):
     print(f"bench: compare {' '.join(ctx.args.refs)}, {ctx.runs} interleaved run(s) each -> {ctx.out}", flush=True)
     return {"compare": compare.run(ctx.args.refs, ctx.runs, ctx.work)}
@@ -179,6 +189,10 @@ EXPERIMENTS = (
                "host against mpnvme-target): errors, verify failures, failovers, stalls, and memory and descriptors of "
                "fio and the targets over time",
                root=True, in_all=False, run=_soak, report=_soak_report),
+    Experiment("ceilings", "the target's cost per controller and per I/O queue (VmRSS over 500 of each, idle, after a "
+               "command and after a 128 KiB write) and Connect storms of 300 hosts at once beside a host doing I/O, for "
+               "mpnvme-target(8)'s LIMITS",
+               root=False, in_all=False, run=_ceilings, report=lambda r, ctx: "## Ceilings\n\n" + ceilings.report(r["ceilings"])),
     Experiment("compare", "two git revisions (bench/run compare REF1 REF2): the same 1 GiB transfer, interleaved N "
                "times (default 10), each run's actual / ideal time at the lab's line rate, and whether the "
                "difference is within the run-to-run noise; QD1 and QD32 on loopback as ratios to the floor of each round",
