@@ -94,6 +94,7 @@ void SubmissionQueue::connect(Request &r) {
       no = connect_io(d, qid, view, *sub);
     if (!no.status) wants = view.host_auth(d.hostnqn);
   }
+  if (no.status == kStatusConnectCtrlBusy) return refuse_busy(r, d.subnqn, no);
   if (no.status) return refuse(r, no.status, no.why, no.dw0);
   if (qid != 0) transport_.io_queue_connected(+1);
   qid_ = qid;
@@ -102,6 +103,17 @@ void SubmissionQueue::connect(Request &r) {
   label_ = fmt::format("port {} {} cntlid {}", port_.cfg.id, peer_, ctrl_->cntlid);
   ctrl_->touch();
   complete(r, 0, ctrl_->cntlid | begin_authentication(std::move(wants)));
+}
+
+// Controller Busy: logged once per interval and subsystem, with how many
+// the interval before kept quiet (RefusalWindow).
+void SubmissionQueue::refuse_busy(Request &r, const std::string &subnqn, const ConnectRefusal &no) {
+  uint64_t quiet = 0;
+  if (reg_.busy_refusals().due(subnqn, RefusalWindow::Clock::now(), quiet))
+    return refuse(r, no.status, quiet ? fmt::format("{}; {} more refused since the last such line", no.why, quiet) : no.why,
+                  no.dw0);
+  log().debug("{}: Controller Busy for host {}: {}", label_, connect_host_, no.why);
+  complete(r, no.status, no.dw0);
 }
 
 ConnectRefusal SubmissionQueue::connect_admin(const ConnectData &d, uint32_t kato, const ConfigView &view,
@@ -115,9 +127,8 @@ ConnectRefusal SubmissionQueue::connect_admin(const ConnectData &d, uint32_t kat
   // As nvmet when its controller IDs run out: Controller Busy, with DNR (a
   // host retrying at once would meet the same limit).
   if (!ctrl_)
-    return {kStatusConnectCtrlBusy,
-            fmt::format("subsystem {} holds {} controller(s), the most {} allows", printable(d.subnqn),
-                        controller_limit(sub->cfg, reg_.config().limits), controller_limit_option(sub->cfg))};
+    return {kStatusConnectCtrlBusy, fmt::format("subsystem {} holds {} controller(s), the most {} allows", printable(d.subnqn),
+                                                controller_limit(*sub, reg_.config().limits), controller_limit_option(*sub))};
   log().info("{}: host {} connected to {} as controller {} (kato {} ms)", label_, connect_host_, d.subnqn, ctrl_->cntlid, kato);
   return {};
 }

@@ -57,7 +57,7 @@ std::shared_ptr<TargetController> ConfigView::create_controller(const std::share
   std::lock_guard lk(r_.ctrl_mu_);
   // Counted where the ids are: the entries of `s` in the ordered map.
   const auto first = r_.controllers_.lower_bound({s.get(), 0}), end = r_.controllers_.upper_bound({s.get(), 0xffff});
-  if (static_cast<size_t>(std::distance(first, end)) >= controller_limit(s->cfg, r_.cfg_.limits)) return nullptr;
+  if (static_cast<size_t>(std::distance(first, end)) >= controller_limit(*s, r_.cfg_.limits)) return nullptr;
   // A host identifier presented with two host NQNs: the hosts are told
   // apart by NQN where it matters (reservations), and the operator is told.
   for (const auto &[key, weak] : r_.controllers_)

@@ -5,7 +5,8 @@
 //
 // Lock order (docs/design.md, "Locks"): the configuration lock, then the
 // controllers' lock, then one controller's lock; a reservation's, the
-// backoff table's and an event loop's inbox lock are leaves. Nothing is
+// backoff table's, the refusal window's and an event loop's inbox lock are
+// leaves. Nothing is
 // called back, no reactor woken and no placement revoked while one is held:
 // a change collects what it leaves to do and does it after unlocking.
 #pragma once
@@ -26,6 +27,7 @@
 #include "lib/wire/nvme.hpp"
 #include "mpnvme-target/core/auth_backoff.hpp"
 #include "mpnvme-target/core/controller.hpp"
+#include "mpnvme-target/core/refusal_window.hpp"
 #include "mpnvme-target/core/subsystem.hpp"
 
 namespace mpnvme::target {
@@ -107,6 +109,8 @@ public:
   // A failed authentication from `peer`; accept asks backoff().
   void auth_failed(const std::string &peer) { backoff_.failed(AuthBackoff::address(peer), AuthBackoff::Clock::now()); }
   AuthBackoff &backoff() { return backoff_; }
+  // Controller Busy refusals, logged once per interval and subsystem.
+  RefusalWindow &busy_refusals() { return busy_refusals_; }
 
 private:
   friend class ConfigView;
@@ -129,6 +133,7 @@ private:
   void insert_subsystem(SubsystemConfig &sc);  // add_subsystem's work
 
   AuthBackoff backoff_;
+  RefusalWindow busy_refusals_;
   TargetConfig cfg_;
   RamBudget ram_; // before the subsystems that take from it
   // 1. The configuration: subsystems_ (their host lists too), host_auth_, keyed_.

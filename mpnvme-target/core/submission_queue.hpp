@@ -105,6 +105,7 @@ private:
   // fabrics.cpp
   void exec_fabrics(Request &r);
   void connect(Request &r);
+  void refuse_busy(Request &r, const std::string &subnqn, const ConnectRefusal &no);
   ConnectRefusal connect_admin(const nvme::ConnectData &d, uint32_t kato, const ConfigView &view,
                                const std::shared_ptr<Subsystem> &sub);
   ConnectRefusal connect_io(const nvme::ConnectData &d, uint16_t qid, const ConfigView &view, const Subsystem &sub);

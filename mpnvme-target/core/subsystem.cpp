@@ -64,4 +64,12 @@ bool PortState::serves(const std::string &nqn) const {
   return false;
 }
 
+uint32_t controller_limit(const Subsystem &s, const TargetLimits &limits) {
+  return s.discovery ? kMaxCntlid : controller_limit(s.cfg, limits);
+}
+
+std::string controller_limit_option(const Subsystem &s) {
+  return s.discovery ? "its controller IDs" : controller_limit_option(s.cfg);
+}
+
 } // namespace mpnvme::target

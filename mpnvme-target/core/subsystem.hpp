@@ -12,6 +12,7 @@
 #include <string>
 
 #include "lib/config/target_config.hpp"
+#include "lib/config/target_limits.hpp"
 #include "mpnvme-target/backend/backend.hpp"
 #include "mpnvme-target/core/placement_fence.hpp"
 #include "mpnvme-target/core/ram_budget.hpp"
@@ -63,6 +64,14 @@ private:
   std::array<std::atomic<bool>, kMaxAnaGroups + 1> named_{}; // configured or set
   std::atomic<uint64_t> chgcnt_{0};
 };
+
+// The controllers `s` may hold at once, and the option that says so. The
+// discovery subsystem's are not capped: a host keeping a few open would
+// lock every other host out of discovery (nvmet gives it an ID range of
+// its own). Its controllers end with their keep-alive, and the connection
+// limits bound them.
+uint32_t controller_limit(const Subsystem &s, const TargetLimits &limits);
+std::string controller_limit_option(const Subsystem &s);
 
 // Counters of one port (path), summed over its connections.
 struct PortCounters {

@@ -23,7 +23,7 @@ import time
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 from verdict import check, finish  # noqa: E402
-from nvmehost import Closed, Queue, code, control, read_sqe, sqe, write_sqe  # noqa: E402
+from nvmehost import DISCOVERY_NQN, Closed, Queue, code, control, read_sqe, sqe, write_sqe  # noqa: E402
 
 CONTROLLER_BUSY = 0x181  # SCT 1 (command specific), SC 0x81
 DNR = 0x4000
@@ -125,7 +125,18 @@ def controllers(addr, subnqn, log, keeper):
           f"{admitted} admitted, {busy} busy, others: {[st for st in results if isinstance(st, str)]}")
     ok, saw = keeper.serves()
     check("the keeper is served after the storm", ok, saw)
-    for _, q in held:
+    # Each refusal came on a connection of its own: logged once per 10 s
+    # and subsystem, not once each (two lines if the storm began more than
+    # 10 s after the first refusal).
+    with open(log, errors="replace") as f:
+        lines = sum(1 for line in f if "Connect Controller Busy" in line and subnqn.decode() in line)
+    check("the storm's 15 refusals do not each write a line", lines <= 2, f"{lines} lines")
+    # Discovery is not capped: hosts holding discovery controllers must not
+    # lock others out of it (nvmet gives it an ID range of its own).
+    disc = [admin_connect(addr, DISCOVERY_NQN, 40 + i) for i in range(4)]
+    check("four discovery controllers with --max-controllers 3", all(st == 0 for st, _ in disc),
+          ", ".join(f"{st:#x}" for st, _ in disc))
+    for _, q in held + disc:
         q.close()
 
 
@@ -182,6 +193,13 @@ def namespaces(addr, ctl, log, keeper):
     st, _, ident = q.command(sqe(0x06, 0, nsid=0, cdw10=1), length=4096)  # Identify Controller
     nn = struct.unpack_from("<I", ident, 516)[0] if st == 0 else None
     check("Identify Controller's NN is the highest NSID", nn == MAX_NSID, f"status {st:#x}, NN {nn}")
+    st, _, ids = q.command(sqe(0x06, 0, nsid=1, cdw10=2), length=4096)  # active namespace list above 1
+    first = struct.unpack_from("<I", ids, 0)[0] if st == 0 else None
+    check("the active namespace list above 1 holds 0xFFFFFFFE", first == MAX_NSID, f"status {st:#x}, first {first}")
+    for above in (MAX_NSID, 0xFFFFFFFF):
+        st = q.command(sqe(0x06, 0, nsid=above, cdw10=2), length=4096)[0]
+        check(f"the active namespace list above {above:#x} is Invalid Namespace with DNR, as nvmet",
+              code(st) == 0x0B and st & DNR, f"status {st:#x}")
     q.close()
     ok, saw = keeper.serves()
     check("the keeper is served at the namespace limit", ok, saw)
