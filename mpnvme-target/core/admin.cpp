@@ -120,8 +120,12 @@ void SubmissionQueue::identify_namespace(Request &r, uint8_t *buf) {
   return_data(r, buf, kIdentifyLen);
 }
 
-// CNS 02h: active namespace ids above NSID, ascending.
+// CNS 02h: active namespace ids above NSID, ascending. No id lies above
+// FFFFFFFEh, and FFFFFFFFh is the broadcast value: the specification, and
+// nvmet, answer Invalid Namespace for both.
 void SubmissionQueue::identify_active_ns_list(Request &r, uint8_t *buf) {
+  if (r.sqe.nsid() >= 0xfffffffe)
+    return refuse(r, kStatusInvalidNs, fmt::format("active namespace list above {:#x}", r.sqe.nsid()));
   size_t n = 0;
   for (auto &[id, ns] : ctrl_->subsys.namespaces)
     if (id > r.sqe.nsid() && n < 1024) wire::put32(buf, 4 * n++, id);
