@@ -99,8 +99,9 @@ uint64_t parse_size(const std::string &text, const std::string &option) {
   size_t i = 0;
   uint64_t v = 0;
   while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
-    if (v > (UINT64_MAX - 9) / 10) throw fail();
-    v = v * 10 + static_cast<uint64_t>(text[i++] - '0');
+    const auto digit = static_cast<uint64_t>(text[i++] - '0');
+    if (v > (UINT64_MAX - digit) / 10) throw fail();
+    v = v * 10 + digit;
   }
   if (i == 0) throw fail();
   std::string suf;

@@ -74,6 +74,9 @@ static void namespace_specs(void **) {
   assert_int_equal(parse_size("4k", "size"), 4096);
   assert_int_equal(parse_size("2GiB", "size"), 2ull << 30);
   assert_int_equal(parse_size("512", "size"), 512);
+  // Every 64-bit count of bytes, and not one more.
+  assert_true(parse_size("18446744073709551615", "size") == UINT64_MAX);
+  expect_refused<std::invalid_argument>([] { parse_size("18446744073709551616", "size"); }, "not a size");
 }
 
 static void namespace_specs_refused(void **) {
