@@ -57,12 +57,13 @@ tls_tool() {
 
 # tls_tools: unpack the TLS userland and start tlshd, which runs the TLS
 # handshakes of nvmet and of the kernel host with the PSKs of the .nvme
-# keyring. It logs to the console.
+# keyring. It logs to the console and to /tmp/tlshd.log (its priority
+# strings, the last lines of its start, say it is up).
 tls_tools() {
   mkdir -p /opt/tls && tar -C /opt/tls -xzf /files/tls-tools.tar.gz || return 1
   printf '[debug]\nloglevel=%s\ntls=%s\nnl=0\n[authenticate]\nkeyrings=.nvme\n[authenticate.client]\n[authenticate.server]\n' \
     "${TLSHD_LOGLEVEL:-1}" "${TLSHD_TLS_DEBUG:-0}" >/etc/tlshd.conf
-  tls_tool trixie tlshd -c /etc/tlshd.conf -s >/dev/console 2>&1 &
+  tls_tool trixie tlshd -c /etc/tlshd.conf -s 2>&1 | tee /tmp/tlshd.log >/dev/console &
 }
 
 # tls_psk HOSTNQN SUBNQN KEY VERSION rfc|compat: nvme-cli derives the

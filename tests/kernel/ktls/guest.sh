@@ -29,9 +29,9 @@ run() { # NAME PORT MODE
 }
 scenario() {
   # Both servers up before the first client: the target's ready line, and
-  # tlshd running for nvmet's handshakes.
+  # tlshd's start finished (its priority strings) for nvmet's handshakes.
   wait_until 30 target-ready grep -q 'mpnvme-target: ready' /tmp/target.log &&
-    wait_until 30 tlshd pgrep -f tlshd || { echo "KTLS done"; return 1; }
+    wait_until 30 tlshd grep -q 'priority string' /tmp/tlshd.log || { echo "KTLS done"; return 1; }
   run nvmet 4430 ktls
   run target-user 4431 user
   run target-ktls 4431 ktls
