@@ -16,7 +16,7 @@ port=$(free_port)
 start_machine_target "$state/target.log" --transport tcp --listen "127.0.0.1:$port" \
   --subnqn nqn.2026-12.io.mpnvme:reservations --ns ram:64m --log-level info
 debian_guest_start "$here/guest.sh" "port=$port" "$here/../../integration/admission.py" \
-  "$here/../../pylib/nvmehost.py" "$here/../../pylib/nvmetcp.py"
+  "$here/../../pylib/nvmehost.py" "$here/../../pylib/nvmetcp.py" "$here/../../pylib/verdict.py"
 wait_for 'LAB-JOB-DONE' 300
 # Controller numbering aside, and the More bit of nvmet's statuses (0x6083
 # against 0x4083): nvmet records every error in its Error Information log
