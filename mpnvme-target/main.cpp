@@ -207,7 +207,9 @@ static void add_limit_options(CLI::App &app, Cli &o) {
   app.add_option("--max-ram", o.max_ram,
                  fmt::format("SIZE (k, m, g, t) all RAM namespaces may have together (default: half of this machine's "
                              "memory or its cgroup's memory.max, here {} MiB)",
-                             default_max_ram() >> 20));
+                             default_max_ram() >> 20))
+      // Given, it is a size: an empty one is a mistake, not the default.
+      ->check([](const std::string &v) { return v.empty() ? std::string("a size is required (k, m, g, t)") : std::string(); });
 }
 
 // The target's command line, CLI11; the `ctl` subcommand is added by main.

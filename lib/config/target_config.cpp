@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "lib/base/json_error.hpp"
+#include "lib/base/printable.hpp"
 #include "lib/config/host_access.hpp"
 #include "lib/config/host_identity.hpp"
 #include "lib/config/job_engine_options.hpp"
@@ -63,8 +64,11 @@ NamespaceConfig parse_namespace_spec(const std::string &spec, uint32_t default_n
     throw fail("unknown backing");
   }
   if (ns.backing == Backing::File && ns.path.empty()) throw fail("empty path");
+  std::set<std::string> said; // each attribute once: a second would silently win
   for (size_t i = 1; i < parts.size(); i++) {
     const std::string &p = parts[i];
+    if (const size_t eq = p.find('='); eq != std::string::npos && !said.insert(p.substr(0, eq)).second)
+      throw fail(fmt::format("{} given twice", p.substr(0, eq)));
     if (p.rfind("lba=", 0) == 0) {
       const std::string v = p.substr(4);
       if (v != "512" && v != "4096") throw fail("lba must be 512 or 4096");
@@ -126,6 +130,40 @@ std::optional<unsigned> jopt_uint(const json &param, const char *key, unsigned m
   if (*end || n > max) throw std::runtime_error(fmt::format("{}.{}: '{}' (accepted: 0..{})", where, key, v, max));
   return static_cast<unsigned>(n);
 }
+
+// One subsystem of nvmetcli's JSON: its attributes and namespaces.
+SubsystemConfig json_subsystem(const json &s, const std::string &where) {
+  SubsystemConfig sc;
+  sc.nqn = jstr(s, "nqn", where);
+  if (sc.nqn.empty()) throw std::runtime_error(where + ".nqn: required");
+  const json attr = s.value("attr", json::object());
+  sc.allow_any_host = jstr(attr, "allow_any_host", where + ".attr", "1") == "1";
+  sc.allow_any_host_explicit = attr.contains("allow_any_host");
+  sc.serial = jstr(attr, "serial", where + ".attr");
+  sc.model = jstr(attr, "model", where + ".attr", sc.model);
+  if (auto v = jopt_uint(attr, "cntlid_min", 0xffff, where + ".attr")) sc.cntlid_min = static_cast<uint16_t>(*v);
+  if (auto v = jopt_uint(attr, "cntlid_max", 0xffff, where + ".attr")) sc.cntlid_max = static_cast<uint16_t>(*v);
+  for (const json &h : s.value("allowed_hosts", json::array()))
+    sc.allowed_hosts.push_back(h.get<std::string>());
+  const json nss = s.value("namespaces", json::array());
+  for (size_t k = 0; k < nss.size(); k++) {
+    const json &n = nss[k];
+    const std::string nw = fmt::format("{}.namespaces[{}]", where, k);
+    const json dev = n.value("device", json::object());
+    const std::string p = jstr(dev, "path", nw + ".device");
+    if (p.empty()) throw std::runtime_error(nw + ".device.path: required");
+    NamespaceConfig ns = parse_namespace_spec(p, json_nsid(n, k + 1, nw), nw + ".device.path");
+    ns.enable = n.value("enable", 1) != 0;
+    ns.anagrpid = n.value("ana_grpid", 1u);
+    if (const std::string u = jstr(dev, "uuid", nw + ".device"); !u.empty() && !parse_uuid(u, ns.uuid))
+      throw std::runtime_error(fmt::format("{}.device.uuid: '{}' is not a UUID", nw, u));
+    if (const std::string g = jstr(dev, "nguid", nw + ".device"); !g.empty() && !parse_uuid(g, ns.nguid))
+      throw std::runtime_error(fmt::format("{}.device.nguid: '{}' is not 32 hex digits (dashes allowed)", nw, g));
+    sc.namespaces.push_back(ns);
+  }
+  return sc;
+}
+
 } // namespace
 
 TargetConfig load_json_config(const std::string &path) {
@@ -138,37 +176,8 @@ TargetConfig load_json_config(const std::string &path) {
     throw std::runtime_error(fmt::format("{}: not JSON: {}", path, json_error(e)));
   }
   TargetConfig c;
-  for (size_t i = 0; j.contains("subsystems") && i < j["subsystems"].size(); i++) {
-    const json &s = j["subsystems"][i];
-    const std::string where = fmt::format("{}: subsystems[{}]", path, i);
-    SubsystemConfig sc;
-    sc.nqn = jstr(s, "nqn", where);
-    if (sc.nqn.empty()) throw std::runtime_error(where + ".nqn: required");
-    const json attr = s.value("attr", json::object());
-    sc.allow_any_host = jstr(attr, "allow_any_host", where + ".attr", "1") == "1";
-    sc.allow_any_host_explicit = attr.contains("allow_any_host");
-    sc.serial = jstr(attr, "serial", where + ".attr");
-    sc.model = jstr(attr, "model", where + ".attr", sc.model);
-    for (const json &h : s.value("allowed_hosts", json::array()))
-      sc.allowed_hosts.push_back(h.get<std::string>());
-    const json nss = s.value("namespaces", json::array());
-    for (size_t k = 0; k < nss.size(); k++) {
-      const json &n = nss[k];
-      const std::string nw = fmt::format("{}.namespaces[{}]", where, k);
-      const json dev = n.value("device", json::object());
-      const std::string p = jstr(dev, "path", nw + ".device");
-      if (p.empty()) throw std::runtime_error(nw + ".device.path: required");
-      NamespaceConfig ns = parse_namespace_spec(p, json_nsid(n, k + 1, nw), nw + ".device.path");
-      ns.enable = n.value("enable", 1) != 0;
-      ns.anagrpid = n.value("ana_grpid", 1u);
-      if (const std::string u = jstr(dev, "uuid", nw + ".device"); !u.empty() && !parse_uuid(u, ns.uuid))
-        throw std::runtime_error(fmt::format("{}.device.uuid: '{}' is not a UUID", nw, u));
-      if (const std::string g = jstr(dev, "nguid", nw + ".device"); !g.empty() && !parse_uuid(g, ns.nguid))
-        throw std::runtime_error(fmt::format("{}.device.nguid: '{}' is not 32 hex digits (dashes allowed)", nw, g));
-      sc.namespaces.push_back(ns);
-    }
-    c.subsystems.push_back(sc);
-  }
+  for (size_t i = 0; j.contains("subsystems") && i < j["subsystems"].size(); i++)
+    c.subsystems.push_back(json_subsystem(j["subsystems"][i], fmt::format("{}: subsystems[{}]", path, i)));
   if (j.contains("hosts")) {
     add_json_hosts(c.host_auth, j["hosts"], path);
     add_json_tls_keys(c.tls_keys, j["hosts"], path);
@@ -294,7 +303,12 @@ TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::st
 }
 
 void finalize_subsystem(SubsystemConfig &s, const TargetLimits &limits) {
-  if (s.nqn.size() > 223) throw std::invalid_argument(fmt::format("subsystem NQN longer than 223 bytes: {}", s.nqn));
+  if (s.nqn.size() > 223) throw std::invalid_argument(fmt::format("subsystem NQN longer than 223 bytes: {}", printable(s.nqn)));
+  // No control character or space: an NQN is logged, listed one a line by
+  // the control socket, and typed by an operator.
+  if (std::any_of(s.nqn.begin(), s.nqn.end(), [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f; }))
+    throw std::invalid_argument(
+        fmt::format("subsystem NQN '{}': control characters or spaces (an NQN is UTF-8 without them)", printable(s.nqn)));
   check_subsystem_limits(s, limits);
   if (s.serial.empty()) s.serial = fmt::format("{:08x}", crc32c(s.nqn.data(), s.nqn.size()));
   std::set<uint32_t> ids;

@@ -50,6 +50,11 @@ struct SubsystemConfig {
   // Controllers at once (`subsystem add ... max-controllers=N`); none: the
   // target's --max-controllers.
   std::optional<uint32_t> max_controllers;
+  // The controller IDs this subsystem hands out (nvmet's attr_cntlid_min
+  // and attr_cntlid_max): two targets that serve one subsystem NQN to the
+  // same host must not both give it controller 1, or Linux refuses the
+  // second path as a duplicate. The range bounds the controllers too.
+  uint16_t cntlid_min = 1, cntlid_max = 0xffef;
 };
 
 struct PortConfig {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include "lib/config/target_limits.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include "lib/config/target_config.hpp"
@@ -19,13 +20,23 @@ void check_subsystem_limits(const SubsystemConfig &s, const TargetLimits &limits
   if (s.max_controllers && (*s.max_controllers < 1 || *s.max_controllers > kMaxCntlid))
     throw std::invalid_argument(
         fmt::format("{}: max-controllers={} outside 1..{} (the controller IDs)", s.nqn, *s.max_controllers, kMaxCntlid));
+  if (s.cntlid_min < 1 || s.cntlid_min >= s.cntlid_max || s.cntlid_max > kMaxCntlid)
+    throw std::invalid_argument(fmt::format("{}: cntlid_min {} and cntlid_max {}: controller IDs lie in 1..{}, the first "
+                                            "below the last",
+                                            s.nqn, s.cntlid_min, s.cntlid_max, kMaxCntlid));
 }
+
+namespace {
+uint32_t id_range(const SubsystemConfig &s) { return static_cast<uint32_t>(s.cntlid_max) - s.cntlid_min + 1; }
+} // namespace
 
 uint32_t controller_limit(const SubsystemConfig &s, const TargetLimits &limits) {
-  return s.max_controllers.value_or(limits.max_controllers);
+  return std::min(s.max_controllers.value_or(limits.max_controllers), id_range(s));
 }
 
-std::string controller_limit_option(const SubsystemConfig &s) {
+std::string controller_limit_option(const SubsystemConfig &s, const TargetLimits &limits) {
+  if (id_range(s) < s.max_controllers.value_or(limits.max_controllers))
+    return fmt::format("its controller ID range {}..{}", s.cntlid_min, s.cntlid_max);
   return s.max_controllers ? "its max-controllers=" : "--max-controllers";
 }
 

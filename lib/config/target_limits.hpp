@@ -50,13 +50,15 @@ public:
 
 // Room for one more subsystem beside `held`? Throws LimitReached.
 void check_subsystem_room(size_t held, const TargetLimits &limits);
-// A subsystem's namespace count (LimitReached) and its own max-controllers=
-// (std::invalid_argument outside 1..kMaxCntlid).
+// A subsystem's namespace count (LimitReached), its own max-controllers=
+// (std::invalid_argument outside 1..kMaxCntlid) and its controller ID range
+// (std::invalid_argument unless 1 <= min < max <= kMaxCntlid, as nvmet).
 void check_subsystem_limits(const SubsystemConfig &s, const TargetLimits &limits);
 // The controllers `s` may have at once, and where that number comes from
-// ("--max-controllers" or "its max-controllers=").
+// ("--max-controllers", "its max-controllers=" or "its controller ID
+// range", whichever allows fewest).
 uint32_t controller_limit(const SubsystemConfig &s, const TargetLimits &limits);
-std::string controller_limit_option(const SubsystemConfig &s);
+std::string controller_limit_option(const SubsystemConfig &s, const TargetLimits &limits);
 // "1073741824 bytes (1024.0 MiB)": a byte count as refusals give it.
 std::string bytes_text(uint64_t bytes);
 

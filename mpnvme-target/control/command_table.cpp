@@ -65,7 +65,8 @@ std::vector<std::string> quotable_parts(const std::string &w) {
 
 // Every quotable part (quotable_parts) of 3 bytes or more replaced by its
 // word's place in `reply`; shorter ones (a port number, a group) are no
-// secret and too common to take out. A part shorter than a key (16 bytes)
+// secret and too common to take out, nor is a number shorter than a key
+// (a limit a refusal must be able to state). A part shorter than a key (16 bytes)
 // is taken out only where it stands as a word of its own, so that "opt"
 // given does not mangle "optimized" in the refusal; a longer one wherever
 // it is. One pass, longest match first at each position: a placeholder is
@@ -74,7 +75,8 @@ std::string redact(const std::string &reply, const std::vector<std::string> &wor
   std::map<std::string, std::string> parts; // text -> placeholder, each text once
   for (size_t i = first; i < words.size(); i++)
     for (std::string &v : quotable_parts(words[i]))
-      if (v.size() >= 3) parts.emplace(std::move(v), fmt::format("<argument {}>", i + 1));
+      if (v.size() >= 3 && !(v.size() < 16 && v.find_first_not_of("0123456789") == std::string::npos))
+        parts.emplace(std::move(v), fmt::format("<argument {}>", i + 1));
   std::vector<std::pair<std::string, std::string>> values(parts.begin(), parts.end());
   std::sort(values.begin(), values.end(), [](const auto &a, const auto &b) { return a.first.size() > b.first.size(); });
   // The status word stays as it is: a given word ("or:") must not turn

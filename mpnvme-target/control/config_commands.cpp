@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include "lib/base/log.hpp"
@@ -69,14 +70,34 @@ uint32_t max_controllers(const std::string &v, size_t place) {
   return static_cast<uint32_t>(std::stoul(v));
 }
 
-// subsystem add NQN [any-host] [host=HOSTNQN]... [serial=S] [model=M] [max-controllers=N] [NAMESPACE...]
+// cntlid_min=N, cntlid_max=N (nvmet's names): a number that fits a
+// controller ID; finalize_subsystem checks the range.
+uint16_t cntlid(const std::string &v, const char *name, size_t place) {
+  if (v.empty() || v.size() > 5 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) > 0xffff)
+    throw std::invalid_argument(fmt::format("argument {}: {}= takes a controller ID, 1..{}", place, name, kMaxCntlid));
+  return static_cast<uint16_t>(std::stoul(v));
+}
+
+// An attribute given twice is refused: a second value silently winning
+// over the first is what an operator's typo looks like. host= repeats.
+void once(std::set<std::string> &said, const std::string &w, size_t place) {
+  static const std::set<std::string> kOnce{"any-host", "serial", "model", "max-controllers", "cntlid_min", "cntlid_max"};
+  const std::string name = w.substr(0, w.find('='));
+  if (kOnce.count(name) && !said.insert(name).second)
+    throw std::invalid_argument(fmt::format("argument {}: {} given twice", place, name));
+}
+
+// subsystem add NQN [any-host] [host=HOSTNQN]... [serial=S] [model=M] [max-controllers=N]
+//   [cntlid_min=N] [cntlid_max=N] [NAMESPACE...]
 std::string subsystem_add(Registry &reg, const ControlLimits &limits, Args &a) {
   SubsystemConfig sc;
   sc.nqn = a.next();
   if (sc.nqn.empty()) throw std::invalid_argument("argument 3: the subsystem's NQN is missing");
   uint32_t next_nsid = 1;
+  std::set<std::string> said;
   while (a.more()) {
     const std::string w = a.next();
+    once(said, w, a.place());
     if (w == "any-host") {
       sc.allow_any_host = sc.allow_any_host_explicit = true;
     } else if (w.rfind("host=", 0) == 0) {
@@ -87,6 +108,10 @@ std::string subsystem_add(Registry &reg, const ControlLimits &limits, Args &a) {
       sc.model = w.substr(6);
     } else if (w.rfind("max-controllers=", 0) == 0) {
       sc.max_controllers = max_controllers(w.substr(16), a.place());
+    } else if (w.rfind("cntlid_min=", 0) == 0) {
+      sc.cntlid_min = cntlid(w.substr(11), "cntlid_min", a.place());
+    } else if (w.rfind("cntlid_max=", 0) == 0) {
+      sc.cntlid_max = cntlid(w.substr(11), "cntlid_max", a.place());
     } else {
       sc.namespaces.push_back(parse_namespace_spec(w, next_nsid, fmt::format("argument {} (a namespace)", a.place())));
       check_namespace_path(sc.namespaces.back(), limits, a.place());
@@ -106,7 +131,8 @@ std::string subsystem_remove(Registry &reg, const ControlLimits &, Args &a) {
   return "ok\n";
 }
 
-// "subsystems": one line each: NQN, namespaces, who may connect.
+// "subsystems": one line each: NQN, namespaces, who may connect, then
+// the controller limits that differ from the target's.
 std::string subsystems(Registry &reg, const ControlLimits &, Args &) {
   std::string out = "ok\n";
   ConfigView view = reg.view();
@@ -116,10 +142,15 @@ std::string subsystems(Registry &reg, const ControlLimits &, Args &) {
       ns += fmt::format("{}{}={}", ns.empty() ? "" : ",", id, n.cfg.spec());
     const SubsystemConfig &c = s->cfg;
     const std::vector<std::string> hosts = view.admitted_hosts(*s);
-    out += fmt::format("{} namespaces {} hosts {}\n", c.nqn, ns.empty() ? "none" : ns,
+    std::string limits;
+    if (c.max_controllers) limits += fmt::format(" max-controllers={}", *c.max_controllers);
+    if (c.cntlid_min != 1 || c.cntlid_max != kMaxCntlid)
+      limits += fmt::format(" cntlid_min={} cntlid_max={}", c.cntlid_min, c.cntlid_max);
+    out += fmt::format("{} namespaces {} hosts {}{}\n", c.nqn, ns.empty() ? "none" : ns,
                        view.open_to_any(*s) ? "any"
                        : hosts.empty()      ? "none"
-                                            : fmt::format("{}", fmt::join(hosts, ",")));
+                                            : fmt::format("{}", fmt::join(hosts, ",")),
+                       limits);
   }
   return out;
 }
@@ -167,10 +198,13 @@ std::string host_forget(Registry &reg, const ControlLimits &, Args &a) {
 
 const std::vector<ControlCommand> &config_commands() {
   static const std::vector<ControlCommand> table = {
-      {"subsystem add", "NQN [any-host | host=HOSTNQN...] [serial=S] [model=M] [max-controllers=N] [NAMESPACE...]",
+      {"subsystem add",
+       "NQN [any-host | host=HOSTNQN...] [serial=S] [model=M] [max-controllers=N] [cntlid_min=N] [cntlid_max=N] "
+       "[NAMESPACE...]",
        "serve a subsystem, closed to all but the named hosts (and, once any host has a key, the keyed ones) from its "
        "first moment; NAMESPACE as --ns takes it, files and block devices only under --control-ns-dir; within "
-       "--max-subsystems, --max-namespaces and --max-ram; max-controllers= in place of --max-controllers",
+       "--max-subsystems, --max-namespaces and --max-ram; max-controllers= in place of --max-controllers; "
+       "cntlid_min= and cntlid_max= the controller IDs it hands out (nvmet's attributes); each attribute once",
        subsystem_add},
       {"subsystem remove", "NQN", "stop serving a subsystem: its controllers end, their writes in flight are revoked",
        subsystem_remove},

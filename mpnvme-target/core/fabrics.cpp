@@ -127,8 +127,9 @@ ConnectRefusal SubmissionQueue::connect_admin(const ConnectData &d, uint32_t kat
   // As nvmet when its controller IDs run out: Controller Busy, with DNR (a
   // host retrying at once would meet the same limit).
   if (!ctrl_)
-    return {kStatusConnectCtrlBusy, fmt::format("subsystem {} holds {} controller(s), the most {} allows", printable(d.subnqn),
-                                                controller_limit(*sub, reg_.config().limits), controller_limit_option(*sub))};
+    return {kStatusConnectCtrlBusy,
+            fmt::format("subsystem {} holds {} controller(s), the most {} allows", printable(d.subnqn),
+                        controller_limit(*sub, reg_.config().limits), controller_limit_option(*sub, reg_.config().limits))};
   log().info("{}: host {} connected to {} as controller {} (kato {} ms)", label_, connect_host_, d.subnqn, ctrl_->cntlid, kato);
   return {};
 }

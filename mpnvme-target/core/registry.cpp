@@ -67,10 +67,14 @@ std::shared_ptr<TargetController> ConfigView::create_controller(const std::share
                  s->cfg.nqn, printable(d.hostnqn), printable(c->hostnqn), c->cntlid);
       break;
     }
-  // cntlid 1..0xffef, skipping ids still in use.
-  for (int tries = 0; tries < 0xffef; tries++) {
-    const uint16_t id = r_.next_cntlid_;
-    r_.next_cntlid_ = r_.next_cntlid_ >= 0xffef ? 1 : static_cast<uint16_t>(r_.next_cntlid_ + 1);
+  // An id of the subsystem's range (1..0xffef unless its cntlid_min and
+  // cntlid_max say), skipping ids still in use; the next Connect goes on
+  // from here, so that a host that reconnects gets a new id, not the one
+  // its old controller may still be giving up.
+  const uint16_t lo = s->cfg.cntlid_min, hi = s->cfg.cntlid_max;
+  uint16_t id = r_.next_cntlid_ >= lo && r_.next_cntlid_ <= hi ? r_.next_cntlid_ : lo;
+  for (uint32_t tries = 0; tries <= static_cast<uint32_t>(hi - lo); tries++, id = id >= hi ? lo : static_cast<uint16_t>(id + 1)) {
+    r_.next_cntlid_ = id >= hi ? lo : static_cast<uint16_t>(id + 1);
     auto key = std::make_pair(static_cast<const Subsystem *>(s.get()), id);
     auto it = r_.controllers_.find(key);
     if (it != r_.controllers_.end() && !it->second.expired()) continue;

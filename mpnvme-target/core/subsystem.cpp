@@ -68,8 +68,8 @@ uint32_t controller_limit(const Subsystem &s, const TargetLimits &limits) {
   return s.discovery ? kMaxCntlid : controller_limit(s.cfg, limits);
 }
 
-std::string controller_limit_option(const Subsystem &s) {
-  return s.discovery ? "its controller IDs" : controller_limit_option(s.cfg);
+std::string controller_limit_option(const Subsystem &s, const TargetLimits &limits) {
+  return s.discovery ? "its controller IDs" : controller_limit_option(s.cfg, limits);
 }
 
 } // namespace mpnvme::target

@@ -71,7 +71,7 @@ private:
 // its own). Its controllers end with their keep-alive, and the connection
 // limits bound them.
 uint32_t controller_limit(const Subsystem &s, const TargetLimits &limits);
-std::string controller_limit_option(const Subsystem &s);
+std::string controller_limit_option(const Subsystem &s, const TargetLimits &limits);
 
 // Counters of one port (path), summed over its connections.
 struct PortCounters {

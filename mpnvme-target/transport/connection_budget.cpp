@@ -6,25 +6,29 @@
 namespace mpnvme::target {
 
 bool ConnectionBudget::take(const std::string &addr, Clock::time_point now, std::string &log_line) {
-  std::lock_guard lk(mu_);
   log_line.clear();
-  unsigned &mine = by_addr_[addr];
-  const bool over_total = held_ >= total_, over_address = mine >= per_address_;
-  if (!over_total && !over_address) {
-    mine++;
-    held_++;
-    return true;
+  bool over_total = false;
+  unsigned held = 0;
+  {
+    std::lock_guard lk(mu_);
+    unsigned &mine = by_addr_[addr];
+    over_total = held_ >= total_;
+    if (!over_total && mine < per_address_) {
+      mine++;
+      held_++;
+      return true;
+    }
+    if (mine == 0) by_addr_.erase(addr);
+    held = held_;
   }
-  if (mine == 0) by_addr_.erase(addr);
-  refused_since_log_++;
-  if (now >= next_log_) {
-    log_line = over_total
-                   ? fmt::format("{} connections held, the most --max-connections allows", held_)
-                   : fmt::format("{} connections from {}, the most --max-connections-per-address allows", per_address_, addr);
-    if (refused_since_log_ > 1) log_line += fmt::format(" ({} refused since the last report)", refused_since_log_);
-    refused_since_log_ = 0;
-    next_log_ = now + kLogInterval;
-  }
+  // One interval per limit, not per address: a stranger's addresses must
+  // not grow the window's table.
+  uint64_t quiet = 0;
+  if (!refusals_.due(over_total ? "total" : "per-address", now, quiet)) return false;
+  log_line = over_total
+                 ? fmt::format("{} connections held, the most --max-connections allows", held)
+                 : fmt::format("{} connections from {}, the most --max-connections-per-address allows", per_address_, addr);
+  if (quiet) log_line += fmt::format("; {} more refused since the last such line", quiet);
   return false;
 }
 

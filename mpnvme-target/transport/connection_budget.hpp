@@ -4,8 +4,9 @@
 // until the set-up deadline, so without limits one address could hold as
 // many as the descriptors allow. A connection over either limit is closed
 // at accept, before it costs a connection's memory, and the refusals are
-// logged once per interval with their count (--max-connections,
-// --max-connections-per-address).
+// logged once per interval and limit with their count (--max-connections,
+// --max-connections-per-address): a flood from one address does not hide
+// that the target as a whole is full, nor the other way round.
 #pragma once
 #include <chrono>
 #include <cstdint>
@@ -13,12 +14,14 @@
 #include <string>
 #include <unordered_map>
 
+#include "mpnvme-target/core/refusal_window.hpp"
+
 namespace mpnvme::target {
 
 class ConnectionBudget {
 public:
   using Clock = std::chrono::steady_clock;
-  static constexpr std::chrono::seconds kLogInterval{10};
+  static constexpr std::chrono::seconds kLogInterval = RefusalWindow::kInterval;
   ConnectionBudget(unsigned total, unsigned per_address) : total_(total), per_address_(per_address) {}
 
   // Take a connection for `addr`. Refused: false, and `log_line` holds what
@@ -41,8 +44,7 @@ private:
   mutable std::mutex mu_;
   unsigned held_ = 0;
   std::unordered_map<std::string, unsigned> by_addr_;
-  Clock::time_point next_log_{};
-  unsigned refused_since_log_ = 0;
+  RefusalWindow refusals_; // taken after mu_ is let go: both are leaves
 };
 
 } // namespace mpnvme::target

@@ -77,11 +77,12 @@ class Keeper:
         return w == 0 and r == 0 and back == data and ka == 0, f"write {w:#x}, read {r:#x}, keep-alive {ka:#x}"
 
 
-def admin_connect(addr, subnqn, n):
-    """(status, queue) of an admin Connect as host `n`."""
+def admin_connect(addr, subnqn, n, dw0=False):
+    """(status, queue) of an admin Connect as host `n`; ((status, dw0),
+    queue) with dw0 (the controller ID in its low 16 bits)."""
     q = Queue(addr)
-    st, _ = q.connect(subnqn, host(n), bytes([n & 0xFF]) * 16)
-    return st, q
+    st, d = q.connect(subnqn, host(n), bytes([n & 0xFF]) * 16)
+    return ((st, d) if dw0 else st), q
 
 
 def controllers(addr, subnqn, log, keeper):
@@ -156,6 +157,42 @@ def own_limit(addr, ctl, log):
     q1.close()
     q2.close()
     return sub
+
+
+def controller_ids(addr, ctl, log, keeper):
+    """nvmet's cntlid_min and cntlid_max: the IDs handed out lie in the
+    range, which bounds the controllers; each attribute once; a subsystem
+    NQN without control characters; refusals that state their numbers."""
+    sub = "nqn.2026-12.io.mpnvme:id-range"
+    reply = control(ctl, f"subsystem add {sub} cntlid_min=300 cntlid_max=300 null:1m")
+    check("cntlid_min equal to cntlid_max is refused, as nvmet, the numbers stated",
+          reply.startswith("error") and "cntlid_min 300 and cntlid_max 300: controller IDs lie in 1..65519" in reply,
+          reply.strip())
+    for twice in ("max-controllers=5 max-controllers=1", "cntlid_min=2 cntlid_min=3", "serial=a serial=b"):
+        name = twice.split("=")[0]
+        reply = control(ctl, f"subsystem add {sub} {twice} null:1m")
+        check(f"{name} given twice is refused", reply.startswith("error") and f"{name} given twice" in reply, reply.strip())
+    reply = control(ctl, f"subsystem add {sub} null:1m,nsid=1,nsid=2")
+    check("a namespace's nsid given twice is refused", reply.startswith("error") and "nsid given twice" in reply, reply.strip())
+    reply = control(ctl, f"subsystem add {sub}\x1b[2J null:1m")
+    check("a subsystem NQN with a control character is refused", reply.startswith("error")
+          and "control characters or spaces" in reply and "\x1b" not in reply, repr(reply.strip()))
+    reply = control(ctl, f"subsystem add {sub} cntlid_min=300 cntlid_max=301 null:1m")
+    check("subsystem add ... cntlid_min=300 cntlid_max=301", reply.startswith("ok"), reply.strip())
+    listed = [line for line in control(ctl, "subsystems").splitlines() if line.startswith(sub + " ")]
+    check("subsystems lists its controller IDs", listed and listed[0].endswith(" cntlid_min=300 cntlid_max=301"), str(listed))
+    got = [admin_connect(addr, sub.encode(), n, dw0=True) for n in (50, 51, 52)]
+    ids = sorted(dw0 & 0xFFFF for (st, dw0), _ in got[:2] if st == 0)
+    check("its two controllers get IDs 300 and 301", ids == [300, 301], f"{ids}")
+    st = got[2][0][0]
+    check("a third gets Controller Busy with DNR", code(st) == CONTROLLER_BUSY and st & DNR, f"status {st:#x}")
+    check("... logged naming the range", logged(log, f"subsystem {sub} holds 2 controller(s), the most its controller ID range "
+                                                     "300..301 allows"))
+    for _, q in got:
+        q.close()
+    ok, saw = keeper.serves()
+    check("the keeper is served at the range's end", ok, saw)
+    control(ctl, f"subsystem remove {sub}")
 
 
 def subsystems(ctl, log, keeper, extra):
@@ -270,6 +307,7 @@ def main():
     extra = own_limit(addr, ctl, log)
     subsystems(ctl, log, keeper, extra)
     namespaces(addr, ctl, log, keeper)
+    controller_ids(addr, ctl, log, keeper)
     ram(ctl, pid, log, keeper)
     ok, saw = keeper.serves()
     check("the keeper is served at the end", ok, saw)

@@ -34,12 +34,14 @@ in_host python3 "$root/tests/integration/ceilings.py" connections 10.1.1.1 "$NQN
 stop_target || fail "target exit status"
 
 # At start-up: the same rules, the same words, exit status 1.
-refused_at_start() { # WANT ARGS...: bounded, since a target that takes the configuration serves on
-  local want=$1 rc
+refused_at_start() { # [--exit N] WANT ARGS...: bounded, since a target that takes the configuration serves on
+  local status=1 want rc
+  [[ $1 == --exit ]] && status=$2 && shift 2
+  want=$1
   shift
   in_target timeout -s INT 10 "$TARGET" --transport tcp "$@" >"$work/start.log" 2>&1
   rc=$?
-  ((rc == 1)) && grep -qF -- "$want" "$work/start.log" && pass "refused at start (exit 1): $want" ||
+  ((rc == status)) && grep -qF -- "$want" "$work/start.log" && pass "refused at start (exit $status): $want" ||
     fail "start with $*: exit $rc, $(tail -2 "$work/start.log")"
 }
 # A job file's RAM namespace counts as the command line's does.
@@ -54,6 +56,13 @@ cat >"$work/three.json" <<JSON
  "ports": [{"portid": 1, "addr": {"trtype": "tcp", "traddr": "10.1.1.1"}}]}
 JSON
 refused_at_start "the target holds 2 subsystem(s), the most --max-subsystems allows" --max-subsystems 2 --config "$work/three.json"
+cat >"$work/ids.json" <<JSON
+{"subsystems": [{"nqn": "nqn.2026-12.io.mpnvme:a", "attr": {"cntlid_min": "5", "cntlid_max": "5"}}],
+ "ports": [{"portid": 1, "addr": {"trtype": "tcp", "traddr": "10.1.1.1"}}]}
+JSON
+refused_at_start "nqn.2026-12.io.mpnvme:a: cntlid_min 5 and cntlid_max 5: controller IDs lie in 1..65519" --config "$work/ids.json"
+# A command line error (exit 2), not the default taken without a word.
+refused_at_start --exit 2 "--max-ram: a size is required" --listen 10.1.1.1 --subnqn "$NQN" --ns null:1m --max-ram ''
 refused_at_start "nsid 4294967295 outside 1..4294967294" --listen 10.1.1.1 --subnqn "$NQN" --ns null:1m,nsid=4294967294 \
   --ns null:1m
 finish

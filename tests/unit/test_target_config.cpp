@@ -12,6 +12,7 @@
 #include "lib/config/jobfile.hpp"
 #include "lib/config/target_config.hpp"
 #include "mpnvme-target/core/ram_budget.hpp"
+#include "mpnvme-target/transport/connection_budget.hpp"
 #include "tests/unit/cmocka_cxx.hpp"
 
 using namespace mpnvme;
@@ -100,7 +101,8 @@ static void nvmetcli_json(void **) {
   const std::string path = write_temp(R"({
     "hosts": [{"nqn": "nqn.2014-08.org.nvmexpress:uuid:h1"}],
     "subsystems": [{
-      "nqn": "nqn.2026-11.io.mpnvme:json", "attr": {"allow_any_host": "0", "serial": "abc", "model": "m"},
+      "nqn": "nqn.2026-11.io.mpnvme:json", "attr": {"allow_any_host": "0", "serial": "abc", "model": "m",
+                                                  "cntlid_min": "100", "cntlid_max": 199},
       "allowed_hosts": ["nqn.2014-08.org.nvmexpress:uuid:h1"],
       "namespaces": [{"nsid": 2, "enable": 1, "ana_grpid": 3,
                       "device": {"path": "ram:8m", "uuid": "0f6f4a94-8f2a-4b57-9f38-4d8c2b1e2a10"}}]}],
@@ -117,6 +119,9 @@ static void nvmetcli_json(void **) {
   assert_false(s.allow_any_host);
   assert_string_equal(s.allowed_hosts[0].c_str(), "nqn.2014-08.org.nvmexpress:uuid:h1");
   assert_string_equal(s.serial.c_str(), "abc");
+  assert_int_equal(s.cntlid_min, 100);
+  assert_int_equal(s.cntlid_max, 199);
+  assert_int_equal(controller_limit(s, c.limits), 100);
   assert_int_equal(s.namespaces[0].nsid, 2);
   assert_int_equal(s.namespaces[0].anagrpid, 3);
   assert_int_equal(s.namespaces[0].uuid[0], 0x0f);
@@ -150,6 +155,7 @@ static void nvmetcli_json_refused(void **) {
       {R"({"subsystems":[{"nqn":"n","namespaces":[{"nsid":4294967295,"device":{"path":"ram:1m"}}]}]})",
        "namespaces[0].nsid: 4294967295 (accepted: 1..4294967294)"},
       {R"({"subsystems":[{"nqn":"n","namespaces":[{"nsid":-1,"device":{"path":"ram:1m"}}]}]})", "namespaces[0].nsid: -1"},
+      {R"({"subsystems":[{"nqn":"n","attr":{"cntlid_max":"65536"}}]})", "subsystems[0].attr.cntlid_max: '65536'"},
   };
   for (const Case &k : cases) {
     const std::string path = write_temp(k.json, ".json");
@@ -187,9 +193,33 @@ static void limits_refused(void **) {
   c.subsystems[1].max_controllers = 3;
   finalize(c);
   assert_int_equal(controller_limit(c.subsystems[1], c.limits), 3);
-  assert_string_equal(controller_limit_option(c.subsystems[1]).c_str(), "its max-controllers=");
+  assert_string_equal(controller_limit_option(c.subsystems[1], c.limits).c_str(), "its max-controllers=");
   assert_int_equal(controller_limit(c.subsystems[0], c.limits), kMaxCntlid);
-  assert_string_equal(controller_limit_option(c.subsystems[0]).c_str(), "--max-controllers");
+  assert_string_equal(controller_limit_option(c.subsystems[0], c.limits).c_str(), "--max-controllers");
+  // nvmet's cntlid_min and cntlid_max: 1 <= min < max <= 0xffef; the range
+  // bounds the controllers where it allows fewer than the limits.
+  c.subsystems[0].cntlid_min = 0;
+  expect_refused<std::invalid_argument>([&] { finalize(c); }, "nqn.a: cntlid_min 0 and cntlid_max 65519");
+  c.subsystems[0].cntlid_min = 20;
+  c.subsystems[0].cntlid_max = 20;
+  expect_refused<std::invalid_argument>([&] { finalize(c); }, "nqn.a: cntlid_min 20 and cntlid_max 20");
+  c.subsystems[0].cntlid_max = 0xfff0;
+  expect_refused<std::invalid_argument>([&] { finalize(c); }, "nqn.a: cntlid_min 20 and cntlid_max 65520");
+  c.subsystems[0].cntlid_max = 29;
+  finalize(c);
+  assert_int_equal(controller_limit(c.subsystems[0], c.limits), 10);
+  assert_string_equal(controller_limit_option(c.subsystems[0], c.limits).c_str(), "its controller ID range 20..29");
+  c.subsystems[0].max_controllers = 4;
+  assert_int_equal(controller_limit(c.subsystems[0], c.limits), 4);
+  assert_string_equal(controller_limit_option(c.subsystems[0], c.limits).c_str(), "its max-controllers=");
+  // A subsystem NQN with a control character or a space is refused, and
+  // the refusal does not repeat the raw byte.
+  SubsystemConfig odd = subsystem("nqn.a\x1b[2Jb");
+  expect_refused<std::invalid_argument>([&] { finalize_subsystem(odd, c.limits); }, "subsystem NQN 'nqn.a\\x1b");
+  odd.nqn = "nqn.a b";
+  expect_refused<std::invalid_argument>([&] { finalize_subsystem(odd, c.limits); }, "control characters or spaces");
+  // A namespace attribute given twice would silently win over the first.
+  expect_refused<std::invalid_argument>([] { parse_namespace_spec("ram:1m,nsid=1,nsid=2", 1, "--ns"); }, "nsid given twice");
   // A namespace numbered after one at the top would be 0xFFFFFFFF.
   SubsystemConfig top = subsystem("nqn.top");
   top.namespaces = {parse_namespace_spec("null:1m,nsid=4294967294", 1, "x"), parse_namespace_spec("null:1m", 0xffffffffu, "x")};
@@ -462,6 +492,25 @@ static void long_identity_refused(void **) {
   assert_non_null(strstr(refusal.c_str(), "an NQN longer than 223 bytes"));
 }
 
+// The two connection limits log in intervals of their own: a flood from
+// one address must not hide that the target as a whole is full.
+static void connection_refusals_logged_per_limit(void **) {
+  ConnectionBudget budget(2, 1);
+  const auto t0 = ConnectionBudget::Clock::now();
+  std::string line;
+  assert_true(budget.take("10.0.0.1", t0, line));
+  assert_false(budget.take("10.0.0.1", t0, line));
+  assert_non_null(strstr(line.c_str(), "1 connections from 10.0.0.1, the most --max-connections-per-address allows"));
+  assert_false(budget.take("10.0.0.1", t0, line));
+  assert_true(line.empty());
+  assert_true(budget.take("10.0.0.2", t0, line));
+  assert_false(budget.take("10.0.0.3", t0, line));
+  assert_non_null(strstr(line.c_str(), "2 connections held, the most --max-connections allows"));
+  budget.give_back("10.0.0.2");
+  assert_false(budget.take("10.0.0.1", t0 + ConnectionBudget::kLogInterval, line));
+  assert_non_null(strstr(line.c_str(), "the most --max-connections-per-address allows; 1 more refused since the last such line"));
+}
+
 int main() {
   const CMUnitTest tests[] = {
       cmocka_unit_test(namespace_specs),
@@ -477,6 +526,7 @@ int main() {
       cmocka_unit_test(long_identity_refused),
       cmocka_unit_test(limits_refused),
       cmocka_unit_test(ram_budget),
+      cmocka_unit_test(connection_refusals_logged_per_limit),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
