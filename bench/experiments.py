@@ -20,6 +20,7 @@ import guest_lossy
 import guest_soak
 import matrix
 import priority
+import scale
 import soak
 import stall
 
@@ -149,6 +150,14 @@ def _ceilings(ctx):
     return {"ceilings": res}
 
 
+def _scale(ctx):
+    print(f"bench: scale (the engine at {scale.SCALE_JOBS} jobs x {scale.PATHS} paths), {ctx.runs} run(s) per figure "
+          f"-> {ctx.out}", flush=True)
+    res = scale.run(ctx.runs, ctx.work, smoke=ctx.args.smoke)
+    ctx.keep("scale", res)
+    return {"scale": res}
+
+
 def _compare(ctx):
     print(f"bench: compare {' '.join(ctx.args.refs)}, {ctx.runs} interleaved run(s) each -> {ctx.out}", flush=True)
     return {"compare": compare.run(ctx.args.refs, ctx.runs, ctx.work)}
@@ -193,6 +202,11 @@ EXPERIMENTS = (
                "command and after a 128 KiB write) and Connect storms of 300 hosts at once beside a host doing I/O, for "
                "mpnvme-target(8)'s LIMITS",
                root=False, in_all=False, run=_ceilings, report=lambda r, ctx: "## Ceilings\n\n" + ceilings.report(r["ceilings"])),
+    Experiment("scale", f"the engine at {scale.SCALE_JOBS} jobs x {scale.PATHS} paths (a controller per job and path: "
+               f"{2 * scale.SCALE_JOBS * scale.PATHS} connections) beside {scale.JOBS} jobs, over TCP multipath and MPTCP on "
+               "1 Gbit lab paths: MiB/s as a ratio to the line, the time until I/O flows, and the peak memory and "
+               "descriptors of fio and the target",
+               root=True, in_all=False, run=_scale, report=lambda r, ctx: "## Scale\n\n" + scale.report(r["scale"])),
     Experiment("compare", "two git revisions (bench/run compare REF1 REF2): the same 1 GiB transfer, interleaved N "
                "times (default 10), each run's actual / ideal time at the lab's line rate, and whether the "
                "difference is within the run-to-run noise; QD1 and QD32 on loopback as ratios to the floor of each round",
