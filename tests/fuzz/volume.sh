@@ -20,7 +20,9 @@ fuzzers=(target_pdus:seeds.py host_queue:seeds_host.py dhchap:seeds_dhchap.py tl
   control:seeds_control.py reservations:seeds_reservations.py)
 cmake -S "$src" -B "$out" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMPNVME_FUZZ=ON >/dev/null || exit 1
-cmake --build "$out" -j"$(nproc)" --target $(printf 'fuzz_%s ' "${fuzzers[@]%%:*}") >/dev/null || exit 1
+targets=("${fuzzers[@]%%:*}")
+cmake --build "$out" -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null || exit 1
+out=$(cd "$out" && pwd) # the fuzzers run from their log directories
 jobs=$(nproc)
 found=0
 printf '| fuzzer | seconds | executions | executions/s | cov | ft | corpus | findings |\n|---|---|---|---|---|---|---|---|\n'
@@ -38,6 +40,9 @@ for f in "${fuzzers[@]}"; do
     -artifact_prefix="$work/" "$work/corpus" "$work/seeds" >/dev/null 2>&1)
   took=$((SECONDS - start))
   execs=$(cat "$work"/logs/fuzz-*.log 2>/dev/null | awk '/stat::number_of_executed_units/ { s += $2 } END { print s + 0 }')
+  # A fuzzer that could not start (or printed no statistics) is a failure
+  # of this run, not a row of zeros.
+  ((execs > 0)) || { echo "FAIL: $name ran no executions: $(tail -3 "$work"/logs/fuzz-0.log 2>/dev/null)" >&2; found=1; }
   cov=$(cat "$work"/logs/fuzz-*.log 2>/dev/null | grep -o 'cov: [0-9]*' | awk '{ if ($2 > m) m = $2 } END { print m + 0 }')
   ft=$(cat "$work"/logs/fuzz-*.log 2>/dev/null | grep -o 'ft: [0-9]*' | awk '{ if ($2 > m) m = $2 } END { print m + 0 }')
   findings=$(find "$work" -maxdepth 1 \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
