@@ -6,6 +6,7 @@
 // rewrite an operator's terminal.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -28,5 +29,36 @@ inline std::string printable(std::string_view s, size_t max = 256) {
   if (s.size() > max) out += "...";
   return out;
 }
+
+// A name an operator gave (a subsystem NQN): well-formed UTF-8 (no overlong
+// form, no surrogate, nothing above U+10FFFF) without a space or a control
+// character, C0, DEL or C1, any of which would rewrite a terminal or a log.
+inline bool clean_utf8_name(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c <= 0x20 || c == 0x7f) return false;
+      i++;
+      continue;
+    }
+    const size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+    if (n == 0 || c > 0xf4 || i + n > s.size()) return false;
+    uint32_t cp = c & (0x7f >> n);
+    for (size_t k = 1; k < n; k++) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if ((b & 0xc0) != 0x80) return false;
+      cp = cp << 6 | (b & 0x3f);
+    }
+    const uint32_t lowest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < lowest[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f)) return false;
+    i += n;
+  }
+  return true;
+}
+
+// Text that is a secret's representation (a DH-HMAC-CHAP secret, a TLS PSK
+// in interchange form), given where a name belongs: never stored, listed or
+// logged as one.
+inline bool looks_like_secret(std::string_view s) { return s.rfind("DHHC-1:", 0) == 0 || s.rfind("NVMeTLSkey-1:", 0) == 0; }
 
 } // namespace mpnvme

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <fstream>
 
+#include "lib/base/printable.hpp"
+
 namespace mpnvme {
 
 std::optional<std::string> JobSection::get(const std::string &key) const {
@@ -94,7 +96,7 @@ std::optional<unsigned> parse_count(const std::string &text, unsigned max) {
 uint64_t parse_size(const std::string &text, const std::string &option) {
   auto fail = [&] {
     return std::invalid_argument(
-        fmt::format("{}={}: not a size (accepted: bytes, or a number with k, m, g, t, p, e.g. 1g)", option, text));
+        fmt::format("{}={}: not a size (accepted: bytes, or a number with k, m, g, t, p, e.g. 1g)", option, printable(text)));
   };
   size_t i = 0;
   uint64_t v = 0;

@@ -96,6 +96,7 @@ std::string jstr(const json &j, const char *key, const std::string &where, const
   if (!j.contains(key)) return def;
   const json &v = j.at(key);
   if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_unsigned()) return std::to_string(v.get<uint64_t>());
   if (v.is_number_integer()) return std::to_string(v.get<long long>());
   throw std::runtime_error(fmt::format("{}.{}: expected a string", where, key));
 }
@@ -127,8 +128,20 @@ std::optional<unsigned> jopt_uint(const json &param, const char *key, unsigned m
   if (v.empty()) return std::nullopt;
   char *end = nullptr;
   const unsigned long n = std::strtoul(v.c_str(), &end, 0);
-  if (*end || n > max) throw std::runtime_error(fmt::format("{}.{}: '{}' (accepted: 0..{})", where, key, v, max));
+  if (*end || n > max) throw std::runtime_error(fmt::format("{}.{}: '{}' (accepted: 0..{})", where, key, printable(v), max));
   return static_cast<unsigned>(n);
+}
+
+// attr.cntlid_min and attr.cntlid_max: decimal, as nvmet's "%hu" reads
+// them (a leading 0 is not octal, 0x is refused), 1..kMaxCntlid; absent:
+// `def`. finalize_subsystem checks the pair.
+uint16_t json_cntlid(const json &attr, const char *key, uint16_t def, const std::string &where) {
+  if (!attr.contains(key)) return def;
+  const std::string v = jstr(attr, key, where);
+  if (v.empty() || v.size() > 5 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) < 1 ||
+      std::stoul(v) > kMaxCntlid)
+    throw std::runtime_error(fmt::format("{}.{}: '{}' (accepted: a controller ID, 1..{})", where, key, printable(v), kMaxCntlid));
+  return static_cast<uint16_t>(std::stoul(v));
 }
 
 // One subsystem of nvmetcli's JSON: its attributes and namespaces.
@@ -141,8 +154,8 @@ SubsystemConfig json_subsystem(const json &s, const std::string &where) {
   sc.allow_any_host_explicit = attr.contains("allow_any_host");
   sc.serial = jstr(attr, "serial", where + ".attr");
   sc.model = jstr(attr, "model", where + ".attr", sc.model);
-  if (auto v = jopt_uint(attr, "cntlid_min", 0xffff, where + ".attr")) sc.cntlid_min = static_cast<uint16_t>(*v);
-  if (auto v = jopt_uint(attr, "cntlid_max", 0xffff, where + ".attr")) sc.cntlid_max = static_cast<uint16_t>(*v);
+  sc.cntlid_min = json_cntlid(attr, "cntlid_min", sc.cntlid_min, where + ".attr");
+  sc.cntlid_max = json_cntlid(attr, "cntlid_max", sc.cntlid_max, where + ".attr");
   for (const json &h : s.value("allowed_hosts", json::array()))
     sc.allowed_hosts.push_back(h.get<std::string>());
   const json nss = s.value("namespaces", json::array());
@@ -306,9 +319,24 @@ void finalize_subsystem(SubsystemConfig &s, const TargetLimits &limits) {
   if (s.nqn.size() > 223) throw std::invalid_argument(fmt::format("subsystem NQN longer than 223 bytes: {}", printable(s.nqn)));
   // No control character or space: an NQN is logged, listed one a line by
   // the control socket, and typed by an operator.
-  if (std::any_of(s.nqn.begin(), s.nqn.end(), [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f; }))
+  if (!clean_utf8_name(s.nqn))
+    throw std::invalid_argument(fmt::format(
+        "subsystem NQN '{}': not UTF-8, or control characters or spaces (an NQN is UTF-8 without them)", printable(s.nqn)));
+  // A key where a name belongs is refused before it is stored, listed or
+  // logged as one, and the refusal does not repeat it.
+  if (looks_like_secret(s.nqn)) throw std::invalid_argument("a key given where the subsystem NQN belongs");
+  for (const std::string &host : s.allowed_hosts)
+    if (looks_like_secret(host)) throw std::invalid_argument(fmt::format("{}: a key given where a host NQN belongs", s.nqn));
+  // As nvmet: Identify's SN (20 bytes) and MN (40) are printable ASCII,
+  // which hosts print as they are.
+  const auto ascii = [](const std::string &t) {
+    return std::all_of(t.begin(), t.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
+  };
+  if (s.serial.size() > 20 || !ascii(s.serial))
     throw std::invalid_argument(
-        fmt::format("subsystem NQN '{}': control characters or spaces (an NQN is UTF-8 without them)", printable(s.nqn)));
+        fmt::format("{}: serial '{}': at most 20 printable ASCII characters", s.nqn, printable(s.serial)));
+  if (s.model.size() > 40 || !ascii(s.model))
+    throw std::invalid_argument(fmt::format("{}: model '{}': at most 40 printable ASCII characters", s.nqn, printable(s.model)));
   check_subsystem_limits(s, limits);
   if (s.serial.empty()) s.serial = fmt::format("{:08x}", crc32c(s.nqn.data(), s.nqn.size()));
   std::set<uint32_t> ids;

@@ -20,9 +20,10 @@ void check_subsystem_limits(const SubsystemConfig &s, const TargetLimits &limits
   if (s.max_controllers && (*s.max_controllers < 1 || *s.max_controllers > kMaxCntlid))
     throw std::invalid_argument(
         fmt::format("{}: max-controllers={} outside 1..{} (the controller IDs)", s.nqn, *s.max_controllers, kMaxCntlid));
-  if (s.cntlid_min < 1 || s.cntlid_min >= s.cntlid_max || s.cntlid_max > kMaxCntlid)
+  // nvmet takes a range of one ID (min == max) since it stopped refusing it.
+  if (s.cntlid_min < 1 || s.cntlid_min > s.cntlid_max || s.cntlid_max > kMaxCntlid)
     throw std::invalid_argument(fmt::format("{}: cntlid_min {} and cntlid_max {}: controller IDs lie in 1..{}, the first "
-                                            "below the last",
+                                            "not above the last",
                                             s.nqn, s.cntlid_min, s.cntlid_max, kMaxCntlid));
 }
 

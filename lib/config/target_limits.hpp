@@ -52,7 +52,7 @@ public:
 void check_subsystem_room(size_t held, const TargetLimits &limits);
 // A subsystem's namespace count (LimitReached), its own max-controllers=
 // (std::invalid_argument outside 1..kMaxCntlid) and its controller ID range
-// (std::invalid_argument unless 1 <= min < max <= kMaxCntlid, as nvmet).
+// (std::invalid_argument unless 1 <= min <= max <= kMaxCntlid, as nvmet).
 void check_subsystem_limits(const SubsystemConfig &s, const TargetLimits &limits);
 // The controllers `s` may have at once, and where that number comes from
 // ("--max-controllers", "its max-controllers=" or "its controller ID

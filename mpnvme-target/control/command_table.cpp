@@ -54,6 +54,8 @@ std::vector<std::string> quotable_parts(const std::string &w) {
   std::vector<std::string> out{w};
   const size_t first = w.find_first_of(":=");
   if (first != std::string::npos) out.push_back(w.substr(first + 1));
+  // @FILE: a refusal names the file without its '@'.
+  if (first != std::string::npos && w.compare(first + 1, 1, "@") == 0) out.push_back(w.substr(first + 2));
   for (size_t start = 0; start < w.size();) {
     const size_t end = std::min(w.find_first_of(":=,", start), w.size());
     const bool name = end < w.size() && (w[end] == '=' || (start == 0 && w[end] == ':')) && looks_like_name(w, start, end);
@@ -65,18 +67,23 @@ std::vector<std::string> quotable_parts(const std::string &w) {
 
 // Every quotable part (quotable_parts) of 3 bytes or more replaced by its
 // word's place in `reply`; shorter ones (a port number, a group) are no
-// secret and too common to take out, nor is a number shorter than a key
-// (a limit a refusal must be able to state). A part shorter than a key (16 bytes)
+// secret and too common to take out, nor is the number of a word that is
+// NAME=NUMBER (a limit a refusal must be able to state: max-controllers=5),
+// a number shorter than a key. A part shorter than a key (16 bytes)
 // is taken out only where it stands as a word of its own, so that "opt"
 // given does not mangle "optimized" in the refusal; a longer one wherever
 // it is. One pass, longest match first at each position: a placeholder is
 // never searched again.
 std::string redact(const std::string &reply, const std::vector<std::string> &words, size_t first) {
   std::map<std::string, std::string> parts; // text -> placeholder, each text once
-  for (size_t i = first; i < words.size(); i++)
-    for (std::string &v : quotable_parts(words[i]))
-      if (v.size() >= 3 && !(v.size() < 16 && v.find_first_not_of("0123456789") == std::string::npos))
-        parts.emplace(std::move(v), fmt::format("<argument {}>", i + 1));
+  for (size_t i = first; i < words.size(); i++) {
+    const std::string &w = words[i];
+    const size_t eq = w.find('=');
+    const bool number = eq != std::string::npos && looks_like_name(w, 0, eq) && w.size() - eq - 1 < 16 && w.size() > eq + 1 &&
+                        w.find_first_not_of("0123456789", eq + 1) == std::string::npos;
+    for (std::string &v : quotable_parts(w))
+      if (v.size() >= 3 && !(number && v == w.substr(eq + 1))) parts.emplace(std::move(v), fmt::format("<argument {}>", i + 1));
+  }
   std::vector<std::pair<std::string, std::string>> values(parts.begin(), parts.end());
   std::sort(values.begin(), values.end(), [](const auto &a, const auto &b) { return a.first.size() > b.first.size(); });
   // The status word stays as it is: a given word ("or:") must not turn
@@ -94,6 +101,26 @@ std::string redact(const std::string &reply, const std::vector<std::string> &wor
     } else {
       out += hit->second;
       at += hit->first.size();
+    }
+  }
+  return out;
+}
+
+// The reply as a terminal may show it: a control byte a command carried
+// into a refusal (ESC c resets the terminal of `mpnvme-target ctl`) goes
+// back as \xNN, as in the log; line breaks stay.
+std::string escape_controls(const std::string &reply) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(reply.size());
+  for (const char ch : reply) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 && c != '\n') || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += ch;
     }
   }
   return out;
@@ -134,7 +161,7 @@ std::string control_command(Registry &reg, const ControlLimits &limits, const st
   } catch (const std::exception &e) { // refusals name the option or field, never a secret
     reply = fmt::format("error: {}: {}\n", match->verb, e.what());
   }
-  return redact(std::move(reply), words, verb_words);
+  return escape_controls(redact(std::move(reply), words, verb_words));
 }
 
 } // namespace mpnvme::target

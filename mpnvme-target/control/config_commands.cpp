@@ -15,6 +15,7 @@
 #include <stdexcept>
 
 #include "lib/base/log.hpp"
+#include "lib/base/printable.hpp"
 #include "lib/config/host_access.hpp"
 #include "mpnvme-target/control/command_table.hpp"
 
@@ -54,6 +55,8 @@ std::string host_nqn(const std::string &nqn, size_t place) {
     throw std::invalid_argument(fmt::format(
         "argument {}: a host NQN is at most 223 bytes, printable, without '=' (was an attribute given in its place?)", place));
   if (nqn == kDiscoveryNqn) throw std::invalid_argument(fmt::format("argument {}: the discovery NQN names no host", place));
+  if (looks_like_secret(nqn))
+    throw std::invalid_argument(fmt::format("argument {}: a key given where a host NQN belongs", place));
   return nqn;
 }
 std::string host_nqn(Args &a) {

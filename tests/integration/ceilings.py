@@ -164,10 +164,19 @@ def controller_ids(addr, ctl, log, keeper):
     range, which bounds the controllers; each attribute once; a subsystem
     NQN without control characters; refusals that state their numbers."""
     sub = "nqn.2026-12.io.mpnvme:id-range"
-    reply = control(ctl, f"subsystem add {sub} cntlid_min=300 cntlid_max=300 null:1m")
-    check("cntlid_min equal to cntlid_max is refused, as nvmet, the numbers stated",
-          reply.startswith("error") and "cntlid_min 300 and cntlid_max 300: controller IDs lie in 1..65519" in reply,
+    reply = control(ctl, f"subsystem add {sub} cntlid_min=301 cntlid_max=300 null:1m")
+    check("cntlid_min above cntlid_max is refused, as nvmet, the numbers stated",
+          reply.startswith("error") and "cntlid_min 301 and cntlid_max 300: controller IDs lie in 1..65519" in reply,
           reply.strip())
+    reply = control(ctl, "host key nqn.2026-12.io.mpnvme:h dhchap_key=@DHHC-1:00:123456789012345:")
+    check("a key-shaped @FILE that cannot be read is not repeated, digits included",
+          reply.startswith("error") and "123456789012345" not in reply, reply.strip())
+    reply = control(ctl, f"subsystem add {sub} null:1m,uuid=\x1bc")
+    check("a control byte a refusal carries comes back escaped", reply.startswith("error") and "\x1b" not in reply
+          and "\\x1b" in reply, repr(reply.strip()))
+    reply = control(ctl, f"subsystem add {sub} model=\x1b[31mRED null:1m")
+    check("a model with a control character is refused, as nvmet", reply.startswith("error")
+          and "at most 40 printable ASCII characters" in reply, repr(reply.strip()))
     for twice in ("max-controllers=5 max-controllers=1", "cntlid_min=2 cntlid_min=3", "serial=a serial=b"):
         name = twice.split("=")[0]
         reply = control(ctl, f"subsystem add {sub} {twice} null:1m")
@@ -177,10 +186,19 @@ def controller_ids(addr, ctl, log, keeper):
     reply = control(ctl, f"subsystem add {sub}\x1b[2J null:1m")
     check("a subsystem NQN with a control character is refused", reply.startswith("error")
           and "control characters or spaces" in reply and "\x1b" not in reply, repr(reply.strip()))
+    reply = control(ctl, f"subsystem add {sub}\xc2\x85 null:1m")
+    check("... and one with a C1 control (NEL)", reply.startswith("error") and "not UTF-8, or control" in reply,
+          repr(reply.strip()))
     reply = control(ctl, f"subsystem add {sub} cntlid_min=300 cntlid_max=301 null:1m")
     check("subsystem add ... cntlid_min=300 cntlid_max=301", reply.startswith("ok"), reply.strip())
     listed = [line for line in control(ctl, "subsystems").splitlines() if line.startswith(sub + " ")]
     check("subsystems lists its controller IDs", listed and listed[0].endswith(" cntlid_min=300 cntlid_max=301"), str(listed))
+    key = "DHHC-1:00:" + "c2VjcmV0" * 6 + ":"
+    for line in (f"host allow {sub} {key}", f"subsystem add {key} null:1m", f"subsystem add {sub} host={key} null:1m"):
+        reply = control(ctl, line)
+        check(f"a key where an NQN belongs is refused ({line.split()[0]} {line.split()[1]})",
+              reply.startswith("error") and "a key given where" in reply and "c2VjcmV0" not in reply, reply.strip())
+    check("... and never logged", "c2VjcmV0" not in open(log, errors="replace").read())
     got = [admin_connect(addr, sub.encode(), n, dw0=True) for n in (50, 51, 52)]
     ids = sorted(dw0 & 0xFFFF for (st, dw0), _ in got[:2] if st == 0)
     check("its two controllers get IDs 300 and 301", ids == [300, 301], f"{ids}")

@@ -57,10 +57,10 @@ cat >"$work/three.json" <<JSON
 JSON
 refused_at_start "the target holds 2 subsystem(s), the most --max-subsystems allows" --max-subsystems 2 --config "$work/three.json"
 cat >"$work/ids.json" <<JSON
-{"subsystems": [{"nqn": "nqn.2026-12.io.mpnvme:a", "attr": {"cntlid_min": "5", "cntlid_max": "5"}}],
+{"subsystems": [{"nqn": "nqn.2026-12.io.mpnvme:a", "attr": {"cntlid_min": "6", "cntlid_max": "5"}}],
  "ports": [{"portid": 1, "addr": {"trtype": "tcp", "traddr": "10.1.1.1"}}]}
 JSON
-refused_at_start "nqn.2026-12.io.mpnvme:a: cntlid_min 5 and cntlid_max 5: controller IDs lie in 1..65519" --config "$work/ids.json"
+refused_at_start "nqn.2026-12.io.mpnvme:a: cntlid_min 6 and cntlid_max 5: controller IDs lie in 1..65519" --config "$work/ids.json"
 # A command line error (exit 2), not the default taken without a word.
 refused_at_start --exit 2 "--max-ram: a size is required" --listen 10.1.1.1 --subnqn "$NQN" --ns null:1m --max-ram ''
 refused_at_start "nsid 4294967295 outside 1..4294967294" --listen 10.1.1.1 --subnqn "$NQN" --ns null:1m,nsid=4294967294 \

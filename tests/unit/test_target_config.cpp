@@ -102,7 +102,7 @@ static void nvmetcli_json(void **) {
     "hosts": [{"nqn": "nqn.2014-08.org.nvmexpress:uuid:h1"}],
     "subsystems": [{
       "nqn": "nqn.2026-11.io.mpnvme:json", "attr": {"allow_any_host": "0", "serial": "abc", "model": "m",
-                                                  "cntlid_min": "100", "cntlid_max": 199},
+                                                  "cntlid_min": "0100", "cntlid_max": 199},
       "allowed_hosts": ["nqn.2014-08.org.nvmexpress:uuid:h1"],
       "namespaces": [{"nsid": 2, "enable": 1, "ana_grpid": 3,
                       "device": {"path": "ram:8m", "uuid": "0f6f4a94-8f2a-4b57-9f38-4d8c2b1e2a10"}}]}],
@@ -156,6 +156,11 @@ static void nvmetcli_json_refused(void **) {
        "namespaces[0].nsid: 4294967295 (accepted: 1..4294967294)"},
       {R"({"subsystems":[{"nqn":"n","namespaces":[{"nsid":-1,"device":{"path":"ram:1m"}}]}]})", "namespaces[0].nsid: -1"},
       {R"({"subsystems":[{"nqn":"n","attr":{"cntlid_max":"65536"}}]})", "subsystems[0].attr.cntlid_max: '65536'"},
+      // Decimal, as nvmet's "%hu": not octal, not hex, not empty.
+      {R"({"subsystems":[{"nqn":"n","attr":{"cntlid_min":"0x10"}}]})", "attr.cntlid_min: '0x10' (accepted: a controller ID"},
+      {R"({"subsystems":[{"nqn":"n","attr":{"cntlid_min":""}}]})", "attr.cntlid_min: ''"},
+      {R"({"subsystems":[{"nqn":"n","attr":{"cntlid_max":18446744073709551615}}]})", "cntlid_max: '18446744073709551615'"},
+      {R"({"subsystems":[{"nqn":"n","attr":{"cntlid_max":"8\u001b[2K"}}]})", "cntlid_max: '8\\x1b[2K'"},
   };
   for (const Case &k : cases) {
     const std::string path = write_temp(k.json, ".json");
@@ -200,11 +205,15 @@ static void limits_refused(void **) {
   // bounds the controllers where it allows fewer than the limits.
   c.subsystems[0].cntlid_min = 0;
   expect_refused<std::invalid_argument>([&] { finalize(c); }, "nqn.a: cntlid_min 0 and cntlid_max 65519");
-  c.subsystems[0].cntlid_min = 20;
+  c.subsystems[0].cntlid_min = 21;
   c.subsystems[0].cntlid_max = 20;
-  expect_refused<std::invalid_argument>([&] { finalize(c); }, "nqn.a: cntlid_min 20 and cntlid_max 20");
+  expect_refused<std::invalid_argument>([&] { finalize(c); }, "nqn.a: cntlid_min 21 and cntlid_max 20");
+  c.subsystems[0].cntlid_min = 20;
   c.subsystems[0].cntlid_max = 0xfff0;
   expect_refused<std::invalid_argument>([&] { finalize(c); }, "nqn.a: cntlid_min 20 and cntlid_max 65520");
+  c.subsystems[0].cntlid_max = 20; // one ID, as nvmet takes it
+  finalize(c);
+  assert_int_equal(controller_limit(c.subsystems[0], c.limits), 1);
   c.subsystems[0].cntlid_max = 29;
   finalize(c);
   assert_int_equal(controller_limit(c.subsystems[0], c.limits), 10);
@@ -218,6 +227,24 @@ static void limits_refused(void **) {
   expect_refused<std::invalid_argument>([&] { finalize_subsystem(odd, c.limits); }, "subsystem NQN 'nqn.a\\x1b");
   odd.nqn = "nqn.a b";
   expect_refused<std::invalid_argument>([&] { finalize_subsystem(odd, c.limits); }, "control characters or spaces");
+  // As nvmet: SN and MN printable ASCII of 20 and 40 bytes at most; and a
+  // key where a name belongs, refused without repeating it.
+  SubsystemConfig named = subsystem("nqn.named");
+  named.model = "m\x1b[31m";
+  expect_refused<std::invalid_argument>([&] { finalize_subsystem(named, c.limits); }, "model 'm\\x1b[31m'");
+  named.model = "m";
+  named.serial = std::string(21, '1');
+  expect_refused<std::invalid_argument>([&] { finalize_subsystem(named, c.limits); }, "at most 20 printable ASCII");
+  named.serial = "1";
+  named.allowed_hosts = {"DHHC-1:00:c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0AAAAAA==:"};
+  expect_refused<std::invalid_argument>([&] { finalize_subsystem(named, c.limits); }, "a key given where a host NQN belongs");
+  named.allowed_hosts.clear();
+  for (const char *bad : {"nqn.a\xff", "nqn.a\xc2\x85", "nqn.a\xc0\xae"}) { // not UTF-8, NEL (C1), overlong '.'
+    named.nqn = bad;
+    expect_refused<std::invalid_argument>([&] { finalize_subsystem(named, c.limits); }, "not UTF-8, or control characters");
+  }
+  named.nqn = "nqn.2026-12.io.mpnvme:caf\xc3\xa9"; // UTF-8 is an NQN's
+  finalize_subsystem(named, c.limits);
   // A namespace attribute given twice would silently win over the first.
   expect_refused<std::invalid_argument>([] { parse_namespace_spec("ram:1m,nsid=1,nsid=2", 1, "--ns"); }, "nsid given twice");
   // A namespace numbered after one at the top would be 0xFFFFFFFF.
