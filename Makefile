@@ -5,7 +5,7 @@
 #   make check      unit tests + kernel-lab integration tests (ASan/UBSan build)
 #   make demo       run jobs/demo.fio and print the result
 #   make bench      bench/run all: floors, the matrix, priority pairs, the qemu lab; report and plots
-#   make fuzz       every fuzzer for FUZZ_SECONDS (600) across the CPUs, or until FUZZ_RUNS executions;
+#   make fuzz       every fuzzer (or FUZZERS="control ...") for FUZZ_SECONDS (600) across the CPUs, or until FUZZ_RUNS executions;
 #                   a table of executions, executions/s and coverage (corpus kept in $(BUILD_FUZZ))
 #   make interop    blktests' NVMe tests against nvmet (both modes) and mpnvme-target (MPNVME_BLKTESTS=a
 #                   blktests checkout); the table in $(INTEROP_OUT)/blktests.md

@@ -10,6 +10,7 @@
 # directory (keep it as a seed once fixed).
 #   volume.sh SOURCE_DIR BUILD_DIR SECONDS [RUNS]
 # RUNS (executions per fuzzer) ends a fuzzer early once reached.
+# FUZZERS="control reservations" (names without fuzz_) runs only those.
 set -uo pipefail
 (($# >= 3)) || { echo "usage: volume.sh SOURCE_DIR BUILD_DIR SECONDS [RUNS]" >&2; exit 2; }
 src=$1 out=$2 secs=$3 runs=${4:-}
@@ -27,6 +28,7 @@ jobs=$(nproc)
 found=0
 printf '| fuzzer | seconds | executions | executions/s | cov | ft | corpus | findings |\n|---|---|---|---|---|---|---|---|\n'
 for f in "${fuzzers[@]}"; do
+  [[ -z ${FUZZERS:-} || " $FUZZERS " == *" ${f%%:*} "* ]] || continue
   name=fuzz_${f%%:*} seeds=$here/${f#*:}
   work=$out/volume/$name
   mkdir -p "$work/corpus" "$work/seeds" "$work/logs"
