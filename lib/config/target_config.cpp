@@ -138,10 +138,8 @@ std::optional<unsigned> jopt_uint(const json &param, const char *key, unsigned m
 uint16_t json_cntlid(const json &attr, const char *key, uint16_t def, const std::string &where) {
   if (!attr.contains(key)) return def;
   const std::string v = jstr(attr, key, where);
-  if (v.empty() || v.size() > 5 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) < 1 ||
-      std::stoul(v) > kMaxCntlid)
-    throw std::runtime_error(fmt::format("{}.{}: '{}' (accepted: a controller ID, 1..{})", where, key, printable(v), kMaxCntlid));
-  return static_cast<uint16_t>(std::stoul(v));
+  if (const auto n = parse_cntlid(v)) return *n;
+  throw std::runtime_error(fmt::format("{}.{}: '{}' (accepted: a controller ID, 1..{})", where, key, printable(v), kMaxCntlid));
 }
 
 // One subsystem of nvmetcli's JSON: its attributes and namespaces.

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "lib/config/jobfile.hpp"
 #include "lib/config/target_config.hpp"
 
 namespace mpnvme::target {
@@ -39,6 +40,12 @@ std::string controller_limit_option(const SubsystemConfig &s, const TargetLimits
   if (id_range(s) < s.max_controllers.value_or(limits.max_controllers))
     return fmt::format("its controller ID range {}..{}", s.cntlid_min, s.cntlid_max);
   return s.max_controllers ? "its max-controllers=" : "--max-controllers";
+}
+
+std::optional<uint16_t> parse_cntlid(const std::string &text) {
+  if (text.size() > 5) return std::nullopt;
+  const std::optional<unsigned> n = parse_count(text, kMaxCntlid);
+  return n ? std::optional<uint16_t>(static_cast<uint16_t>(*n)) : std::nullopt;
 }
 
 std::string bytes_text(uint64_t bytes) { return fmt::format("{} bytes ({:.1f} MiB)", bytes, bytes / 1048576.0); }

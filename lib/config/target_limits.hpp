@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -59,6 +60,10 @@ void check_subsystem_limits(const SubsystemConfig &s, const TargetLimits &limits
 // range", whichever allows fewest).
 uint32_t controller_limit(const SubsystemConfig &s, const TargetLimits &limits);
 std::string controller_limit_option(const SubsystemConfig &s, const TargetLimits &limits);
+// A controller ID or count as the configuration gives it: decimal digits
+// only, at most 5 of them, 1..kMaxCntlid (nvmet reads "%hu"); nullopt
+// otherwise, for the caller to name the option or field.
+std::optional<uint16_t> parse_cntlid(const std::string &text);
 // "1073741824 bytes (1024.0 MiB)": a byte count as refusals give it.
 std::string bytes_text(uint64_t bytes);
 

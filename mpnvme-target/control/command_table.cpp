@@ -108,7 +108,9 @@ std::string redact(const std::string &reply, const std::vector<std::string> &wor
 
 // The reply as a terminal may show it: a control byte a command carried
 // into a refusal (ESC c resets the terminal of `mpnvme-target ctl`) goes
-// back as \xNN, as in the log; line breaks stay.
+// back as \xNN, as in the log; line breaks stay. Not printable(): a reply
+// keeps its UTF-8 and its backslashes (an NQN printable() already escaped
+// must not be escaped twice), and is not cut short.
 std::string escape_controls(const std::string &reply) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;

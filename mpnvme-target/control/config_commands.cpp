@@ -67,18 +67,15 @@ std::string host_nqn(Args &a) {
 // max-controllers=N: 1..kMaxCntlid (finalize_subsystem checks the range again,
 // as for any configuration).
 uint32_t max_controllers(const std::string &v, size_t place) {
-  if (v.empty() || v.size() > 5 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) < 1 ||
-      std::stoul(v) > kMaxCntlid)
-    throw std::invalid_argument(fmt::format("argument {}: max-controllers= takes 1..{}", place, kMaxCntlid));
-  return static_cast<uint32_t>(std::stoul(v));
+  if (const auto n = parse_cntlid(v)) return *n;
+  throw std::invalid_argument(fmt::format("argument {}: max-controllers= takes 1..{}", place, kMaxCntlid));
 }
 
-// cntlid_min=N, cntlid_max=N (nvmet's names): a number that fits a
-// controller ID; finalize_subsystem checks the range.
+// cntlid_min=N, cntlid_max=N (nvmet's names): a controller ID;
+// finalize_subsystem checks the pair.
 uint16_t cntlid(const std::string &v, const char *name, size_t place) {
-  if (v.empty() || v.size() > 5 || v.find_first_not_of("0123456789") != std::string::npos || std::stoul(v) > 0xffff)
-    throw std::invalid_argument(fmt::format("argument {}: {}= takes a controller ID, 1..{}", place, name, kMaxCntlid));
-  return static_cast<uint16_t>(std::stoul(v));
+  if (const auto n = parse_cntlid(v)) return *n;
+  throw std::invalid_argument(fmt::format("argument {}: {}= takes a controller ID, 1..{}", place, name, kMaxCntlid));
 }
 
 // An attribute given twice is refused: a second value silently winning

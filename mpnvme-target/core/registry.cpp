@@ -72,9 +72,10 @@ std::shared_ptr<TargetController> ConfigView::create_controller(const std::share
   // from here, so that a host that reconnects gets a new id, not the one
   // its old controller may still be giving up.
   const uint16_t lo = s->cfg.cntlid_min, hi = s->cfg.cntlid_max;
+  const auto after = [lo, hi](uint16_t id) { return id >= hi ? lo : static_cast<uint16_t>(id + 1); };
   uint16_t id = r_.next_cntlid_ >= lo && r_.next_cntlid_ <= hi ? r_.next_cntlid_ : lo;
-  for (uint32_t tries = 0; tries <= static_cast<uint32_t>(hi - lo); tries++, id = id >= hi ? lo : static_cast<uint16_t>(id + 1)) {
-    r_.next_cntlid_ = id >= hi ? lo : static_cast<uint16_t>(id + 1);
+  for (uint32_t tries = 0; tries <= static_cast<uint32_t>(hi - lo); tries++, id = after(id)) {
+    r_.next_cntlid_ = after(id);
     auto key = std::make_pair(static_cast<const Subsystem *>(s.get()), id);
     auto it = r_.controllers_.find(key);
     if (it != r_.controllers_.end() && !it->second.expired()) continue;
