@@ -22,8 +22,8 @@ std::shared_ptr<const DhKey> DhKeyCache::get(DhGroup g) {
 }
 
 ControllerTransaction::ControllerTransaction(const ControllerAuthConfig &cfg, std::string hostnqn, std::string subnqn,
-                                             DhKeyCache *keys)
-    : cfg_(cfg), hostnqn_(std::move(hostnqn)), subnqn_(std::move(subnqn)), keys_(keys) {}
+                                             DhKeyCache *keys, ConcatPolicy concat)
+    : cfg_(cfg), hostnqn_(std::move(hostnqn)), subnqn_(std::move(subnqn)), policy_(concat), keys_(keys) {}
 
 ControllerTransaction::~ControllerTransaction() = default;
 
@@ -72,14 +72,48 @@ void ControllerTransaction::negotiate(std::span<const uint8_t> msg) {
     return set_failure(Failure::IncorrectProtocol,
                        fmt::format("AUTH_Negotiate {} times in one transaction ({} at most)", negotiations_, kMaxNegotiations));
   c1_ = SecretBytes(); // a new challenge for the new negotiation
-  if (n.sc_c) return set_failure(Failure::ConcatMismatch, "the host asks for secure channel concatenation, which is not offered");
-  const auto hash = first_offered(cfg_.hashes, n.hashes);
-  if (!hash) return set_failure(Failure::HashUnusable, "the host offers none of the allowed hash functions");
-  const auto group = first_offered(cfg_.groups, n.groups);
-  if (!group) return set_failure(Failure::DhGroupUnusable, "the host offers none of the allowed DH groups");
+  sc_ = static_cast<SecureChannel>(n.sc_c);
+  if (const std::string why = concat_refusal(); !why.empty()) return set_failure(Failure::ConcatMismatch, why);
+  // Concatenation needs a session key (no NULL group) and a TLS suite for
+  // the hash (no SHA-512): pick among the rest.
+  std::vector<Hash> hashes = cfg_.hashes;
+  std::vector<DhGroup> groups = cfg_.groups;
+  if (sc_ != SecureChannel::None) {
+    std::erase(hashes, Hash::Sha512);
+    std::erase(groups, DhGroup::Null);
+  }
+  const char *with = sc_ != SecureChannel::None ? " usable with secure channel concatenation" : "";
+  const auto hash = first_offered(hashes, n.hashes);
+  if (!hash) return set_failure(Failure::HashUnusable, fmt::format("the host offers none of the allowed hash functions{}", with));
+  const auto group = first_offered(groups, n.groups);
+  if (!group)
+    return set_failure(sc_ != SecureChannel::None ? Failure::ConcatMismatch : Failure::DhGroupUnusable,
+                       fmt::format("the host offers none of the allowed DH groups{}", with));
   hash_ = *hash;
   group_ = *group;
   step_ = Step::Challenge;
+}
+
+// Why this queue may not have the concatenation the host asked for ("": it may).
+std::string ControllerTransaction::concat_refusal() const {
+  const std::string name = secure_channel_name(static_cast<uint8_t>(sc_));
+  switch (sc_) {
+  case SecureChannel::None: return "";
+  case SecureChannel::NewTlsPsk:
+    if (policy_.tls_active) return "NEWTLSPSK on a queue that already runs TLS (REPLACETLSPSK replaces its PSK)";
+    break;
+  case SecureChannel::ReplaceTlsPsk:
+    if (!policy_.tls_active) return "REPLACETLSPSK on a queue without TLS (NEWTLSPSK generates a first PSK)";
+    break;
+  default: return fmt::format("secure channel concatenation {} (NEWTLSPSK and REPLACETLSPSK are offered)", name);
+  }
+  if (!policy_.admin_queue)
+    return fmt::format("secure channel concatenation ({}) on an I/O queue: only the admin queue may ask", name);
+  if (!policy_.tls_offered)
+    return fmt::format("secure channel concatenation ({}) on a port without TLS: the host could not come back with the "
+                       "generated PSK (give the port --tls)",
+                       name);
+  return "";
 }
 
 void ControllerTransaction::reply(std::span<const uint8_t> msg) {
@@ -101,15 +135,22 @@ void ControllerTransaction::reply(std::span<const uint8_t> msg) {
   }
   const SecretBytes *skey = session ? &*session : nullptr;
   const SecretBytes want = host_response(hash_, transformed_key(cfg_.host_key, hostnqn_), augmented_challenge(hash_, c1_, skey),
-                                         s1_, t_id_, 0, hostnqn_, subnqn_);
+                                         s1_, t_id_, static_cast<uint8_t>(sc_), hostnqn_, subnqn_);
   if (!(want == r.response)) return set_failure(Failure::Failed, "the host's response does not match its key");
   host_proved_ = true;
   ctrl_answer_.reset();
-  if (r.c2) {
+  if (sc_ != SecureChannel::None) {
+    if (!r.c2) return set_failure(Failure::Failed, "a reply without the challenge C2 that secure channel concatenation needs");
+    session_ = std::move(*session);
+    c2_ = *r.c2;
+  }
+  // S2 = 0: the host does not ask the controller to prove itself (its C2,
+  // if any, feeds the generated PSK), as nvmet reads it.
+  if (r.c2 && r.seqnum) {
     if (!cfg_.ctrl_key)
       return set_failure(Failure::Failed, "the host challenges the controller, which has no dhchap_ctrl_key for it");
     ctrl_answer_ = controller_response(hash_, transformed_key(*cfg_.ctrl_key, subnqn_), augmented_challenge(hash_, *r.c2, skey),
-                                       r.seqnum, t_id_, 0, hostnqn_, subnqn_);
+                                       r.seqnum, t_id_, hostnqn_, subnqn_);
   }
   step_ = Step::Success1;
 }
@@ -172,7 +213,16 @@ std::vector<uint8_t> ControllerTransaction::on_receive(size_t al) {
 }
 
 std::string ControllerTransaction::agreed() const {
-  return fmt::format("{}, DH group {}{}", hash_name(hash_), dhgroup_name(group_), ctrl_answer_ ? ", bidirectional" : "");
+  return fmt::format("{}, DH group {}{}", hash_name(hash_), dhgroup_name(group_),
+                     sc_ != SecureChannel::None ? ", secure channel " + secure_channel_name(static_cast<uint8_t>(sc_))
+                     : ctrl_answer_             ? ", bidirectional"
+                                                : "");
+}
+
+SecretBytes ControllerTransaction::generated_psk() const {
+  if (step_ != Step::Done || sc_ == SecureChannel::None)
+    throw std::logic_error("generated_psk: no successful secure channel concatenation");
+  return dhchap::generated_psk(hash_, session_, c1_, c2_);
 }
 
 } // namespace mpnvme::dhchap

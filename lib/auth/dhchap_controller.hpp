@@ -42,6 +42,16 @@ private:
   std::map<DhGroup, std::shared_ptr<const DhKey>> keys_;
 };
 
+// What a queue allows of secure channel concatenation, by nvmet's rules:
+// only an admin queue may ask, NEWTLSPSK where the queue has no TLS yet,
+// REPLACETLSPSK where it has; and only where the port serves TLS, so that
+// the host can come back with the PSK.
+struct ConcatPolicy {
+  bool admin_queue = false;
+  bool tls_active = false;
+  bool tls_offered = false;
+};
+
 class ControllerTransaction {
 public:
   // Negotiations (the first and restarts) one transaction takes before it
@@ -50,7 +60,8 @@ public:
   static constexpr unsigned kMaxNegotiations = 4;
   // `keys`: where the controller's DH keys come from (null: a fresh one
   // for each challenge).
-  ControllerTransaction(const ControllerAuthConfig &cfg, std::string hostnqn, std::string subnqn, DhKeyCache *keys = nullptr);
+  ControllerTransaction(const ControllerAuthConfig &cfg, std::string hostnqn, std::string subnqn, DhKeyCache *keys = nullptr,
+                        ConcatPolicy concat = {});
   ~ControllerTransaction();
   // One Authentication Send's payload. A message that does not fit the
   // step moves the transaction to failure, which the next Receive reports
@@ -75,17 +86,26 @@ public:
   // For the log, once: the step and the reason (never a key).
   const std::string &failure() const { return why_; }
   std::string agreed() const; // "hmac(sha256), DH group null"
+  // What the host asked for in AUTH_Negotiate (None: no concatenation).
+  SecureChannel secure_channel() const { return sc_; }
+  // After success with concatenation: HMAC(KS, C1 || C2), from which
+  // tls::generated_offer derives the TLS PSK the host will present.
+  SecretBytes generated_psk() const;
 
 private:
   enum class Step { Negotiate, Challenge, Reply, Success1, Success2, Failure1, Done, Failed };
   void negotiate(std::span<const uint8_t> msg);
   void reply(std::span<const uint8_t> msg);
   void set_failure(Failure f, std::string why);
+  std::string concat_refusal() const;
   std::vector<uint8_t> challenge();
 
   // A copy: the control socket may change the host's keys mid-transaction.
   const ControllerAuthConfig cfg_;
   std::string hostnqn_, subnqn_;
+  ConcatPolicy policy_;
+  SecureChannel sc_ = SecureChannel::None;
+  SecretBytes session_, c2_; // concatenation's inputs besides C1
   Step step_ = Step::Negotiate;
   bool host_proved_ = false;
   Failure failure_ = Failure::Failed;

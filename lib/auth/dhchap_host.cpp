@@ -16,14 +16,36 @@ uint32_t nonzero_seqnum() {
 }
 } // namespace
 
-HostTransaction::HostTransaction(const HostAuthConfig &cfg, std::string hostnqn, std::string subnqn, uint16_t t_id)
-    : cfg_(cfg), hostnqn_(std::move(hostnqn)), subnqn_(std::move(subnqn)), t_id_(t_id) {}
+HostTransaction::HostTransaction(const HostAuthConfig &cfg, std::string hostnqn, std::string subnqn, uint16_t t_id,
+                                 SecureChannel sc)
+    : cfg_(cfg), hostnqn_(std::move(hostnqn)), subnqn_(std::move(subnqn)), t_id_(t_id), sc_(sc) {
+  if (sc_ != SecureChannel::None && cfg_.ctrl_secret)
+    throw std::invalid_argument("secure channel concatenation with a controller secret: the controller answers no "
+                                "challenge under concatenation (S2 is 0), so the secret would prove nothing");
+}
+
+std::vector<Hash> HostTransaction::offered_hashes() const {
+  std::vector<Hash> v = cfg_.hashes;
+  if (sc_ != SecureChannel::None) std::erase(v, Hash::Sha512); // no TLS cipher suite for it
+  return v;
+}
+
+std::vector<DhGroup> HostTransaction::offered_groups() const {
+  std::vector<DhGroup> v = cfg_.groups;
+  if (sc_ != SecureChannel::None) std::erase(v, DhGroup::Null); // no session key to generate a PSK from
+  return v;
+}
 
 std::vector<uint8_t> HostTransaction::negotiate() const {
   Negotiate n;
   n.t_id = t_id_;
-  n.hashes = cfg_.hashes;
-  n.groups = cfg_.groups;
+  n.sc_c = static_cast<uint8_t>(sc_);
+  n.hashes = offered_hashes();
+  n.groups = offered_groups();
+  if (n.hashes.empty() || n.groups.empty())
+    throw AuthError("secure channel concatenation needs SHA-256 or SHA-384 and a DH group other than null; dhchap_hash= "
+                    "and dhchap_dhgroup= allow none",
+                    std::nullopt);
   return encode(n);
 }
 
@@ -54,12 +76,14 @@ std::vector<uint8_t> HostTransaction::on_challenge(std::span<const uint8_t> msg)
   }
   // The controller must pick from what was offered: a restricted list
   // (dhchap_hash=, dhchap_dhgroup=) is the user's policy, not a hint.
-  if (std::find(cfg_.hashes.begin(), cfg_.hashes.end(), c.hash) == cfg_.hashes.end())
-    throw AuthError(fmt::format("the controller chose {}, which dhchap_hash= does not allow", hash_name(c.hash)),
-                    Failure::HashUnusable);
-  if (std::find(cfg_.groups.begin(), cfg_.groups.end(), c.group) == cfg_.groups.end())
-    throw AuthError(fmt::format("the controller chose DH group {}, which dhchap_dhgroup= does not allow", dhgroup_name(c.group)),
-                    Failure::DhGroupUnusable);
+  const char *why_not =
+      sc_ != SecureChannel::None ? "secure channel concatenation does not allow" : "dhchap_hash= does not allow";
+  if (const auto h = offered_hashes(); std::find(h.begin(), h.end(), c.hash) == h.end())
+    throw AuthError(fmt::format("the controller chose {}, which {}", hash_name(c.hash), why_not), Failure::HashUnusable);
+  if (const auto g = offered_groups(); std::find(g.begin(), g.end(), c.group) == g.end())
+    throw AuthError(fmt::format("the controller chose DH group {}, which {}", dhgroup_name(c.group),
+                                sc_ != SecureChannel::None ? why_not : "dhchap_dhgroup= does not allow"),
+                    c.group == DhGroup::Null && sc_ != SecureChannel::None ? Failure::ConcatMismatch : Failure::DhGroupUnusable);
   hash_ = c.hash;
   group_ = c.group;
   Reply r;
@@ -76,13 +100,20 @@ std::vector<uint8_t> HostTransaction::on_challenge(std::span<const uint8_t> msg)
   }
   const SecretBytes *skey = session ? &*session : nullptr;
   r.response = host_response(hash_, transformed_key(*cfg_.secret, hostnqn_), augmented_challenge(hash_, c.c1, skey), c.seqnum,
-                             t_id_, 0, hostnqn_, subnqn_);
-  if (cfg_.ctrl_secret) {
+                             t_id_, static_cast<uint8_t>(sc_), hostnqn_, subnqn_);
+  if (sc_ != SecureChannel::None) {
+    // C2 feeds the generated PSK only: S2 stays 0, the controller answers nothing.
+    c2_ = SecretBytes(hash_len(hash_));
+    random_bytes(c2_.data(), c2_.size());
+    r.c2 = c2_;
+    c1_ = c.c1;
+    session_ = std::move(*session);
+  } else if (cfg_.ctrl_secret) {
     SecretBytes c2(hash_len(hash_));
     random_bytes(c2.data(), c2.size());
     r.seqnum = nonzero_seqnum();
     expected_ctrl_response_ = controller_response(hash_, transformed_key(*cfg_.ctrl_secret, subnqn_),
-                                                  augmented_challenge(hash_, c2, skey), r.seqnum, t_id_, 0, hostnqn_, subnqn_);
+                                                  augmented_challenge(hash_, c2, skey), r.seqnum, t_id_, hostnqn_, subnqn_);
     r.c2 = std::move(c2);
   }
   return encode(r);
@@ -96,7 +127,7 @@ std::optional<std::vector<uint8_t>> HostTransaction::on_success1(std::span<const
   } catch (const ProtocolError &e) {
     throw AuthError(fmt::format("unusable success message: {}", e.what()), e.failure);
   }
-  if (!cfg_.ctrl_secret) return std::nullopt;
+  if (!cfg_.ctrl_secret || sc_ != SecureChannel::None) return std::nullopt;
   // The host challenged the controller: only the right answer is trusted.
   if (!s.response) throw AuthError("the controller did not answer the host's challenge (bidirectional)", Failure::Failed);
   if (!(*s.response == expected_ctrl_response_))
@@ -113,7 +144,16 @@ std::vector<uint8_t> HostTransaction::failure2(Failure f) const {
 }
 
 std::string HostTransaction::agreed() const {
-  return fmt::format("{}, DH group {}{}", hash_name(hash_), dhgroup_name(group_), cfg_.ctrl_secret ? ", bidirectional" : "");
+  return fmt::format("{}, DH group {}{}", hash_name(hash_), dhgroup_name(group_),
+                     sc_ != SecureChannel::None ? ", secure channel " + secure_channel_name(static_cast<uint8_t>(sc_))
+                     : cfg_.ctrl_secret         ? ", bidirectional"
+                                                : "");
+}
+
+SecretBytes HostTransaction::generated_psk() const {
+  if (sc_ == SecureChannel::None || session_.empty())
+    throw std::logic_error("generated_psk: no secure channel concatenation in this transaction");
+  return dhchap::generated_psk(hash_, session_, c1_, c2_);
 }
 
 } // namespace mpnvme::dhchap

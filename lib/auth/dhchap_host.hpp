@@ -32,7 +32,14 @@ struct AuthError : std::runtime_error {
 
 class HostTransaction {
 public:
-  HostTransaction(const HostAuthConfig &cfg, std::string hostnqn, std::string subnqn, uint16_t t_id);
+  // `sc`: secure channel concatenation asked for in AUTH_Negotiate (the
+  // admin queue of a host with concat=1). The host then offers no NULL DH
+  // group and no SHA-512 (neither yields a TLS PSK), always challenges the
+  // controller with C2 for the generated PSK, and sends S2 = 0: the
+  // controller does not answer C2 (as between the Linux host and nvmet),
+  // so a controller secret proves nothing and is refused with it.
+  HostTransaction(const HostAuthConfig &cfg, std::string hostnqn, std::string subnqn, uint16_t t_id,
+                  SecureChannel sc = SecureChannel::None);
   std::vector<uint8_t> negotiate() const;
   // The controller's answer to the negotiation: the reply to send.
   std::vector<uint8_t> on_challenge(std::span<const uint8_t> msg);
@@ -42,17 +49,28 @@ public:
   std::vector<uint8_t> failure2(Failure f) const;
   // "hmac(sha256), ffdhe2048, bidirectional": what was agreed, for the log.
   std::string agreed() const;
+  // After a successful transaction with secure channel concatenation: the
+  // generated PSK, HMAC(KS, C1 || C2).
+  SecretBytes generated_psk() const;
 
 private:
   // A Failure1 instead of the expected message, or a message for another transaction.
   void check_controller_refusal(std::span<const uint8_t> msg, const char *after) const;
 
+  // What AUTH_Negotiate offers: the configured lists, without what
+  // concatenation cannot use.
+  std::vector<Hash> offered_hashes() const;
+  std::vector<DhGroup> offered_groups() const;
+
   const HostAuthConfig &cfg_;
   std::string hostnqn_, subnqn_;
   uint16_t t_id_;
+  SecureChannel sc_;
   Hash hash_ = Hash::Sha256;
   DhGroup group_ = DhGroup::Null;
   SecretBytes expected_ctrl_response_;
+  // Concatenation's inputs, kept until generated_psk().
+  SecretBytes session_, c1_, c2_;
 };
 
 } // namespace mpnvme::dhchap

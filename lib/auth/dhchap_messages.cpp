@@ -72,6 +72,16 @@ SecretBytes response(Hash h, const SecretBytes &key, const SecretBytes &challeng
 
 } // namespace
 
+std::string secure_channel_name(uint8_t sc_c) {
+  switch (static_cast<SecureChannel>(sc_c)) {
+  case SecureChannel::None: return "none";
+  case SecureChannel::Sc: return "SC";
+  case SecureChannel::NewTlsPsk: return "NEWTLSPSK";
+  case SecureChannel::ReplaceTlsPsk: return "REPLACETLSPSK";
+  }
+  return fmt::format("{:#04x}", sc_c);
+}
+
 std::string message_name(uint8_t id) {
   switch (static_cast<Msg>(id)) {
   case Msg::Negotiate: return "AUTH_Negotiate";
@@ -264,8 +274,16 @@ SecretBytes host_response(Hash h, const SecretBytes &key, const SecretBytes &cha
 }
 
 SecretBytes controller_response(Hash h, const SecretBytes &key, const SecretBytes &challenge, uint32_t seqnum, uint16_t t_id,
-                                uint8_t sc_c, const std::string &hostnqn, const std::string &subnqn) {
-  return response(h, key, challenge, seqnum, t_id, sc_c, "Controller", subnqn, hostnqn);
+                                const std::string &hostnqn, const std::string &subnqn) {
+  return response(h, key, challenge, seqnum, t_id, 0, "Controller", subnqn, hostnqn);
+}
+
+SecretBytes generated_psk(Hash h, const SecretBytes &session_key, const SecretBytes &c1, const SecretBytes &c2) {
+  std::vector<uint8_t> in(c1.data(), c1.data() + c1.size());
+  in.insert(in.end(), c2.data(), c2.data() + c2.size());
+  SecretBytes psk = hmac(h, session_key.span(), in);
+  std::fill(in.begin(), in.end(), 0);
+  return psk;
 }
 
 } // namespace mpnvme::dhchap

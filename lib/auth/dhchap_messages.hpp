@@ -22,6 +22,12 @@ constexpr uint8_t kSecp = 0xe9, kSpsp0 = 0x01, kSpsp1 = 0x01;
 // The Connect response's AUTHREQ bits (CQE DW0): authentication required,
 // secure channel concatenation required.
 constexpr uint32_t kConnectAuthRequired = 1u << 17, kConnectConcatRequired = 1u << 18;
+// AUTH_Negotiate's SC_C: secure channel concatenation. NewTlsPsk asks for a
+// TLS PSK generated from this transaction (on a queue without TLS),
+// ReplaceTlsPsk for a new one in place of the PSK the queue's TLS runs on;
+// Sc (a secure channel without a PSK) Linux refuses, and so does mpnvme.
+enum class SecureChannel : uint8_t { None = 0x00, Sc = 0x01, NewTlsPsk = 0x02, ReplaceTlsPsk = 0x03 };
+std::string secure_channel_name(uint8_t sc_c); // "none", "NEWTLSPSK", ...
 // The largest message either side sends or accepts (the Linux host's
 // buffer; an 8192-bit group's reply is 1.2 KiB).
 constexpr size_t kMaxMessage = 4096;
@@ -60,7 +66,7 @@ struct ProtocolError : std::runtime_error {
 
 struct Negotiate {
   uint16_t t_id = 0;
-  uint8_t sc_c = 0; // secure channel concatenation: 0, none
+  uint8_t sc_c = 0; // SecureChannel
   std::vector<Hash> hashes;
   std::vector<DhGroup> groups;
 };
@@ -125,8 +131,15 @@ SecretBytes augmented_challenge(Hash h, const SecretBytes &challenge, const Secr
 SecretBytes host_response(Hash h, const SecretBytes &key, const SecretBytes &challenge, uint32_t seqnum, uint16_t t_id,
                           uint8_t sc_c, const std::string &hostnqn, const std::string &subnqn);
 // The controller's (its key transformed with the subsystem NQN):
-// HMAC(key, Ca2 || S2 || T_ID || SC_C || "Controller" || subnqn || 0 || hostnqn).
+// HMAC(key, Ca2 || S2 || T_ID || 0 || "Controller" || subnqn || 0 || hostnqn).
+// Both Linux sides put 0 where the specification has SC_C here; only the
+// host's response carries it (since Linux 6.19).
 SecretBytes controller_response(Hash h, const SecretBytes &key, const SecretBytes &challenge, uint32_t seqnum, uint16_t t_id,
-                                uint8_t sc_c, const std::string &hostnqn, const std::string &subnqn);
+                                const std::string &hostnqn, const std::string &subnqn);
+// Secure channel concatenation: the PSK a successful transaction generates,
+// HMAC(KS, C1 || C2) with the session key KS (the DH shared secret, as
+// both Linux sides compute it). tls::generated_offer turns it into the
+// TLS PSK and its identity.
+SecretBytes generated_psk(Hash h, const SecretBytes &session_key, const SecretBytes &c1, const SecretBytes &c2);
 
 } // namespace mpnvme::dhchap

@@ -153,4 +153,19 @@ OfferedPsk host_psk(const ConfiguredPsk &k, const std::string &hostnqn, const st
   return o;
 }
 
+OfferedPsk generated_offer(dhchap::Hash h, const SecretBytes &generated, const std::string &hostnqn, const std::string &subnqn) {
+  if (h != dhchap::Hash::Sha256 && h != dhchap::Hash::Sha384)
+    throw std::invalid_argument(
+        fmt::format("no TLS PSK from a {} transaction: TLS 1.3 has suites for SHA-256 and SHA-384 only", dhchap::hash_name(h)));
+  OfferedPsk o;
+  o.identity.version = 1;
+  o.identity.generated = true;
+  o.identity.hash = static_cast<PskHash>(h);
+  o.identity.hostnqn = hostnqn;
+  o.identity.subnqn = subnqn;
+  o.identity.digest = psk_digest(o.identity.hash, generated, hostnqn, subnqn);
+  o.psk = derive_tls_psk(generated, o.identity);
+  return o;
+}
+
 } // namespace mpnvme::tls

@@ -81,4 +81,13 @@ struct OfferedPsk {
 OfferedPsk host_psk(const ConfiguredPsk &k, const std::string &hostnqn, const std::string &subnqn, unsigned version,
                     bool compat = false);
 
+// Secure channel concatenation: what a DH-HMAC-CHAP transaction's
+// generated PSK (dhchap::generated_psk) becomes, on both sides, as Linux
+// derives it: the identity "NVMe1G<hh> <hostnqn> <subnqn> <digest>" (hh
+// the transaction's hash, digest as above with the generated PSK) and the
+// TLS PSK HKDF-Expand-Label(HKDF-Extract(0, generated), "nvme-tls-psk",
+// "<hh> <digest>", length of the hash). SHA-512 has no cipher suite:
+// std::invalid_argument.
+OfferedPsk generated_offer(dhchap::Hash h, const SecretBytes &generated, const std::string &hostnqn, const std::string &subnqn);
+
 } // namespace mpnvme::tls

@@ -156,7 +156,7 @@ struct Controller {
       Secret k = ctrl_key;
       if (lie) k.key.data()[0] ^= 1;
       s.response = controller_response(hash, transformed_key(k, subnqn), augmented_challenge(hash, *r.c2, sk), r.seqnum,
-                                       sent.t_id, 0, hostnqn, subnqn);
+                                       sent.t_id, hostnqn, subnqn);
     }
     return encode(s);
   }
