@@ -62,12 +62,15 @@ struct Exchange {
 
 } // namespace
 
-bool needs_authentication(uint32_t dw0, const HostAuthConfig &cfg, const std::string &where) {
-  if (dw0 & kConnectConcatRequired)
+bool needs_authentication(uint32_t dw0, const HostAuthConfig &cfg, const std::string &where, bool concat_admin) {
+  if ((dw0 & kConnectConcatRequired) && !concat_admin)
     throw std::runtime_error(fmt::format("DH-HMAC-CHAP failed on {}: the controller requires secure channel concatenation "
-                                         "(TLS from the authentication), which mpnvme does not offer",
-                                         where));
-  if (dw0 & kConnectAuthRequired) {
+                                         "(TLS from the authentication), {}",
+                                         where,
+                                         where.find("admin") != std::string::npos
+                                             ? "which concat=1 asks for"
+                                             : "which only an admin queue can have (Linux refuses it on I/O queues too)"));
+  if (dw0 & (kConnectAuthRequired | kConnectConcatRequired)) {
     if (!cfg.secret)
       throw std::runtime_error(fmt::format("{}: the controller requires DH-HMAC-CHAP authentication: set dhchap_secret= "
                                            "(or dhchap_secret_file=) to the host's secret",
@@ -79,10 +82,11 @@ bool needs_authentication(uint32_t dw0, const HostAuthConfig &cfg, const std::st
   return cfg.ctrl_secret.has_value();
 }
 
-void authenticate(Channel &ch, const HostAuthConfig &cfg, const std::string &hostnqn, const std::string &subnqn,
-                  const std::string &where, std::chrono::milliseconds timeout) {
+std::optional<tls::Offer> authenticate(Channel &ch, const HostAuthConfig &cfg, const std::string &hostnqn,
+                                       const std::string &subnqn, const std::string &where, std::chrono::milliseconds timeout,
+                                       SecureChannel sc) {
   const Exchange x{ch, where, timeout};
-  HostTransaction t(cfg, hostnqn, subnqn, next_t_id.fetch_add(1));
+  HostTransaction t(cfg, hostnqn, subnqn, next_t_id.fetch_add(1), sc);
   try {
     x.send(t.negotiate(), "AUTH_Negotiate");
     std::vector<uint8_t> msg = x.receive("AUTH_Negotiate");
@@ -100,6 +104,10 @@ void authenticate(Channel &ch, const HostAuthConfig &cfg, const std::string &hos
     throw std::runtime_error(fmt::format("DH-HMAC-CHAP failed on {}: {}", where, e.what()));
   }
   log().debug("{}: authenticated ({})", where, t.agreed());
+  if (sc == SecureChannel::None) return std::nullopt;
+  // The agreed hash is SHA-256 or SHA-384: the host offered no other.
+  tls::OfferedPsk g = tls::generated_offer(t.hash(), t.generated_psk(), hostnqn, subnqn);
+  return tls::Offer{tls::to_string(g.identity), std::move(g.psk), g.identity.hash};
 }
 
 } // namespace mpnvme::host

@@ -4,23 +4,29 @@
 // carried in Authentication Send and Receive on that queue.
 #pragma once
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "engine/host/channel.hpp"
 #include "lib/auth/dhchap_host.hpp"
+#include "lib/tls/tls_options.hpp"
 
 namespace mpnvme::host {
 
 // Whether the queue must authenticate: the controller asked (Connect's
 // AUTHREQ), or the host wants the controller proven (a controller secret).
 // Throws when the controller asks and no secret is configured, or asks for
-// secure channel concatenation.
-bool needs_authentication(uint32_t connect_dw0, const dhchap::HostAuthConfig &cfg, const std::string &where);
+// secure channel concatenation where the host does not (`concat_admin`:
+// the admin queue of a host with concat=1; Linux refuses it on I/O queues).
+bool needs_authentication(uint32_t connect_dw0, const dhchap::HostAuthConfig &cfg, const std::string &where, bool concat_admin);
 
-// The transaction on `ch`. Throws std::runtime_error naming `where` (path
-// and queue), the step and the controller's reason; after the host refused
-// a message it has told the controller why (AUTH_Failure2).
-void authenticate(Channel &ch, const dhchap::HostAuthConfig &cfg, const std::string &hostnqn, const std::string &subnqn,
-                  const std::string &where, std::chrono::milliseconds timeout);
+// The transaction on `ch`, asking for secure channel concatenation `sc`.
+// Returns the TLS PSK and identity the transaction generated (with `sc`,
+// else nothing). Throws std::runtime_error naming `where` (path and queue),
+// the step and the controller's reason; after the host refused a message
+// it has told the controller why (AUTH_Failure2).
+std::optional<tls::Offer> authenticate(Channel &ch, const dhchap::HostAuthConfig &cfg, const std::string &hostnqn,
+                                       const std::string &subnqn, const std::string &where, std::chrono::milliseconds timeout,
+                                       dhchap::SecureChannel sc = dhchap::SecureChannel::None);
 
 } // namespace mpnvme::host

@@ -114,12 +114,14 @@ std::unique_ptr<Channel> HostController::open_channel(uint16_t qid, uint16_t slo
   p.incapsule_limit = qid == 0 ? nvme::kAdminInlineBytes : 0;
   p.label = fmt::format("{} qid {}", label_, qid);
   auto ch = std::make_unique<Channel>(std::move(fd), std::move(p));
-  if (cfg_.tls.enabled) {
+  // With concat=1 every queue but the first admin queue of an association
+  // runs TLS on the PSK that one generated.
+  if (cfg_.tls.enabled || generated_) {
     try {
-      ch->set_stream(start_tls(ch->fd(), cfg_.socket.transport, cfg_.tls, cfg_.host.hostnqn, cfg_.subnqn,
-                               Clock::now() + cfg_.admin_timeout));
+      const tls::Offer offer = generated_ ? *generated_ : tls::host_offer(cfg_.tls, cfg_.host.hostnqn, cfg_.subnqn);
+      ch->set_stream(start_tls(ch->fd(), cfg_.socket.transport, cfg_.tls.mode, offer, Clock::now() + cfg_.admin_timeout));
     } catch (const std::exception &e) {
-      throw std::runtime_error(fmt::format("{} qid {}: TLS: {}", label_, qid, e.what()));
+      throw std::runtime_error(fmt::format("{} qid {}: TLS{}: {}", label_, qid, generated_ ? " (generated PSK)" : "", e.what()));
     }
   }
   try {
@@ -128,9 +130,10 @@ std::unique_ptr<Channel> HostController::open_channel(uint16_t qid, uint16_t slo
     // nvmet closes a plaintext connection to a port that requires TLS.
     const bool closed = ch->queue().failure().find("closed by the controller") != std::string::npos;
     throw std::runtime_error(fmt::format("{} qid {}: connection setup (ICReq): {}{}", label_, qid, e.what(),
-                                         closed && !cfg_.tls.enabled ? " (a port that requires TLS closes plaintext "
-                                                                       "connections: tls=1 with the target's PSK?)"
-                                                                     : ""));
+                                         closed && !cfg_.tls.enabled && !generated_
+                                             ? " (a port that requires TLS closes plaintext connections: tls=1 with the "
+                                               "target's PSK?)"
+                                             : ""));
   }
   const MptcpState st = query_mptcp(ch->fd());
   log().debug("{} qid {}: connected over {}{}", label_, qid, st.mptcp ? "MPTCP" : "TCP",
@@ -175,8 +178,20 @@ void HostController::fabric_connect(Channel &ch, uint16_t qid, uint16_t sqsize, 
   // Authentication comes before any other command on the queue, and again
   // after every reconnect (a new connection is a new queue).
   const std::string where = qid == 0 ? fmt::format("{} admin queue", label_) : fmt::format("{} I/O queue {}", label_, qid);
-  if (needs_authentication(r.dw0, cfg_.auth, where))
-    authenticate(ch, cfg_.auth, cfg_.host.hostnqn, cfg_.subnqn, where, cfg_.admin_timeout);
+  const bool concat_admin = cfg_.tls.concat && qid == 0;
+  if (needs_authentication(r.dw0, cfg_.auth, where, concat_admin)) {
+    // An admin queue on a generated PSK that must authenticate again asks
+    // for a new PSK in place of it, as Linux does.
+    const auto sc = !concat_admin ? dhchap::SecureChannel::None
+                    : generated_  ? dhchap::SecureChannel::ReplaceTlsPsk
+                                  : dhchap::SecureChannel::NewTlsPsk;
+    if (auto g = authenticate(ch, cfg_.auth, cfg_.host.hostnqn, cfg_.subnqn, where, cfg_.admin_timeout, sc))
+      generated_ = std::move(g);
+  } else if (concat_admin && !generated_) {
+    throw std::runtime_error(fmt::format("{}: concat=1, but the controller asks for no DH-HMAC-CHAP on the admin queue, so no "
+                                         "TLS PSK can be generated (does the target have host {}'s key?)",
+                                         where, cfg_.host.hostnqn));
+  }
 }
 
 Completion HostController::admin(const nvme::Sqe &sqe, uint8_t *data, uint32_t len, DataDir dir) {
@@ -227,8 +242,20 @@ static double ms_since(Clock::time_point t0) { return std::chrono::duration<doub
 void HostController::connect_association() {
   const auto t0 = Clock::now();
   enabled_ = false;
+  generated_.reset();
   admin_ = open_channel(0, kAdminSlots);
   fabric_connect(*admin_, 0, kAdminSlots - 1, 0, cfg_.kato_ms);
+  if (cfg_.tls.concat) {
+    // Secure channel concatenation: the first admin queue of the
+    // association ran plaintext and generated the PSK; the admin queue
+    // starts over on TLS with it (a new connection, a new controller), as
+    // the Linux host restarts it.
+    admin_.reset();
+    admin_ = open_channel(0, kAdminSlots);
+    fabric_connect(*admin_, 0, kAdminSlots - 1, 0, cfg_.kato_ms);
+    log().debug("{}: admin queue on TLS with the generated PSK '{}' ({:.1f} ms since the first Connect)", label_,
+                generated_->identity, ms_since(t0));
+  }
   cap_ = nvme::Cap{property_get(nvme::kRegCap, true)};
   if (cap_.mpsmin_bytes() > 4096)
     throw std::runtime_error(fmt::format("{}: controller minimum page size {} above 4 KiB", label_, cap_.mpsmin_bytes()));
@@ -282,7 +309,9 @@ void HostController::connect_association() {
   log().log(cfg_.size_probe ? spdlog::level::debug : spdlog::level::info,
             "{}: controller {} ({} {}), cntlid {}, {} I/O queue(s){}; association up in {:.1f} ms{}", label_, id.subnqn, id.model,
             id.firmware, cntlid_, granted_, ana_enabled_ ? ", ANA reporting" : "", ms_since(t0),
-            cfg_.auth.secret ? " (authentication included)" : "");
+            cfg_.tls.concat    ? " (authentication and TLS on its PSK included)"
+            : cfg_.auth.secret ? " (authentication included)"
+                               : "");
 }
 
 void HostController::read_ana_log_now() {

@@ -210,6 +210,10 @@ private:
 
   // Owned by the admin thread once it runs.
   std::unique_ptr<Channel> admin_;
+  // Secure channel concatenation: the TLS PSK this association's admin
+  // queue generated, for the queues that follow; a new association makes
+  // another (as Linux revokes the key on every reset and reconnect).
+  std::optional<tls::Offer> generated_;
   nvme::Cap cap_{0};
   IdController id_;
   uint16_t cntlid_ = 0;

@@ -11,11 +11,10 @@
 
 namespace mpnvme::host {
 
-std::unique_ptr<ByteStream> start_tls(int fd, Transport transport, const tls::HostTlsConfig &cfg, const std::string &hostnqn,
-                                      const std::string &subnqn, Clock::time_point deadline) {
-  const tls::Offer offer = tls::host_offer(cfg, hostnqn, subnqn);
+std::unique_ptr<ByteStream> start_tls(int fd, Transport transport, tls::Mode mode, const tls::Offer &offer,
+                                      Clock::time_point deadline) {
   // MPTCP sockets never take kernel TLS: the records stay in user space.
-  const bool for_kernel = cfg.mode != tls::Mode::User && transport == Transport::Tcp;
+  const bool for_kernel = mode != tls::Mode::User && transport == Transport::Tcp;
   auto t = tls::TlsStream::client(fd, offer.identity, offer.psk, offer.hash, for_kernel);
   for (;;) {
     const tls::HandshakeStep step = t->handshake();
@@ -33,7 +32,7 @@ std::unique_ptr<ByteStream> start_tls(int fd, Transport transport, const tls::Ho
   }
   tls::RecordLayer records = tls::records_after_handshake(fd, std::move(t), for_kernel);
   if (for_kernel && !records.in_kernel) {
-    if (cfg.mode == tls::Mode::Kernel || records.lost) throw std::runtime_error(fmt::format("tls_mode=ktls: {}", records.why));
+    if (mode == tls::Mode::Kernel || records.lost) throw std::runtime_error(fmt::format("tls_mode=ktls: {}", records.why));
     log().debug("kernel TLS not taken ({}): records in user space", records.why);
   }
   log().debug("TLS 1.3 {} with identity '{}', records in {}", records.stream->cipher(), offer.identity,

@@ -88,6 +88,7 @@ public:
   std::string agreed() const; // "hmac(sha256), DH group null"
   // What the host asked for in AUTH_Negotiate (None: no concatenation).
   SecureChannel secure_channel() const { return sc_; }
+  Hash hash() const { return hash_; } // the transaction's, once negotiated
   // After success with concatenation: HMAC(KS, C1 || C2), from which
   // tls::generated_offer derives the TLS PSK the host will present.
   SecretBytes generated_psk() const;

@@ -52,6 +52,7 @@ public:
   // After a successful transaction with secure channel concatenation: the
   // generated PSK, HMAC(KS, C1 || C2).
   SecretBytes generated_psk() const;
+  Hash hash() const { return hash_; } // as the controller chose it
 
 private:
   // A Failure1 instead of the expected message, or a message for another transaction.

@@ -354,6 +354,14 @@ constexpr EngineOption kOptions[] = {
        {"ktls", "kernel TLS (TCP_ULP tls) or fail"},
        {"user", "the user-space record layer (OpenSSL)"}}},
      APPLY(d.e.tls.mode = static_cast<tls::Mode>(choice))},
+    {{"concat",
+      "Secure channel concatenation",
+      "0",
+      "1: the admin queue's DH-HMAC-CHAP generates the TLS PSK (as nvme connect --concat): the admin queue starts over on "
+      "TLS with it and every I/O queue opens with it; needs dhchap_secret, no tls_key (the controller is not proven: it "
+      "answers no challenge under concatenation)",
+      {kNo, kYes}},
+     APPLY(d.e.tls.concat = choice == 1)},
     {{"mptcp_join_wait",
       "Wait for MPTCP joins",
       "0",
@@ -431,7 +439,43 @@ void combine_auth(Draft &d) {
                                 "transaction as the host)");
 }
 
+// concat=1: what Linux refuses with --concat (tls, a TLS key, no
+// DH-HMAC-CHAP secret), and what would leave the transaction nothing to
+// generate a TLS PSK from.
+void check_concat(const Draft &d) {
+  if (d.e.tls.enabled)
+    throw std::invalid_argument("concat=1 and tls=1: concatenation generates the TLS PSK, tls=1 takes a configured one; "
+                                "choose one");
+  if (d.tls_key || !d.tls_key_file.empty() || !d.e.tls.identity.empty())
+    throw std::invalid_argument(
+        fmt::format("{}: concat=1 generates the TLS PSK and its identity; drop it", d.tls_key                 ? "tls_key"
+                                                                                    : !d.tls_key_file.empty() ? "tls_key_file"
+                                                                                                              : "tls_identity"));
+  if (!d.e.auth.secret)
+    throw std::invalid_argument("concat=1: needs dhchap_secret= (the TLS PSK comes from DH-HMAC-CHAP on the admin queue)");
+  if (d.e.auth.ctrl_secret)
+    throw std::invalid_argument("dhchap_ctrl_secret with concat=1: under concatenation the host sends S2 = 0 and the "
+                                "controller answers no challenge (as between Linux hosts and nvmet), so the controller "
+                                "secret would prove nothing; drop it");
+  if (std::all_of(d.e.auth.groups.begin(), d.e.auth.groups.end(), [](dhchap::DhGroup g) { return g == dhchap::DhGroup::Null; }))
+    throw std::invalid_argument("dhchap_dhgroup: concat=1 needs a DH group other than null (its session key makes the PSK)");
+  bool hash_left = false;
+  for (dhchap::Hash h : d.e.auth.hashes) {
+    if (h == dhchap::Hash::Sha512) continue; // no TLS suite: not offered with concat=1
+    const auto suite = static_cast<tls::PskHash>(h);
+    if (std::find(d.e.tls.suites.begin(), d.e.tls.suites.end(), suite) == d.e.tls.suites.end())
+      throw std::invalid_argument(fmt::format("tls_ciphers: leaves out {}, which the PSK of a {} transaction needs (dhchap_hash= "
+                                              "without it offers it not)",
+                                              tls::cipher_suite(suite), dhchap::hash_name(h)));
+    hash_left = true;
+  }
+  if (!hash_left) throw std::invalid_argument("dhchap_hash: concat=1 needs sha256 or sha384 (TLS 1.3 has no suite for SHA-512)");
+  if (d.e.tls.mode == tls::Mode::Kernel && d.e.transport == Transport::Mptcp)
+    throw std::invalid_argument("tls_mode=ktls: MPTCP sockets do not take kernel TLS (tls_mode=user or auto, or transport=tcp)");
+}
+
 void combine_tls(Draft &d) {
+  if (d.e.tls.concat) return check_concat(d);
   if (d.tls_key && !d.tls_key_file.empty()) throw std::invalid_argument("tls_key and tls_key_file: give the key once");
   if (!d.tls_key_file.empty())
     d.tls_key = tls::read_psk_file(d.tls_key_file, "tls_key_file");

@@ -296,17 +296,26 @@ TargetConfig config_from_jobs(const std::vector<JobSection> &jobs, const std::st
     }
     if (!size) need = std::max(need, kJobNamespaceBytes);
     ns->size = std::max(ns->size, (need + 4095) / 4096 * 4096);
+    // tls=1 requires TLS of the port; concat=1 needs TLS and plaintext
+    // both (its first admin queue is plaintext).
+    const TlsPort wants = engine.tls.enabled ? TlsPort::Required : engine.tls.concat ? TlsPort::Optional : TlsPort::None;
     for (const PathAddr &pa : engine.paths) {
       if (!seen_ports.insert(pa.display()).second) {
-        for (PortConfig &pc : c.ports) // a port one TLS job uses requires TLS of every job
-          if (pc.addr.display() == pa.display() && engine.tls.enabled) pc.tls = TlsPort::Required;
+        for (PortConfig &pc : c.ports) {
+          if (pc.addr.display() != pa.display() || wants == TlsPort::None || pc.tls == wants) continue;
+          if (pc.tls != TlsPort::None) // one job asks for tls=1, another for concat=1
+            throw std::invalid_argument(fmt::format("{}: port {} serves a job with tls=1, which requires TLS, and one with "
+                                                    "concat=1, whose first admin queue is plaintext: give them different ports",
+                                                    where, pa.display()));
+          pc.tls = wants; // a port one TLS job uses requires TLS of every job
+        }
         continue;
       }
       PortConfig pc;
       pc.id = static_cast<uint16_t>(c.ports.size() + 1);
       pc.addr = pa;
       pc.transport = engine.transport;
-      pc.tls = engine.tls.enabled ? TlsPort::Required : TlsPort::None;
+      pc.tls = wants;
       c.ports.push_back(pc);
     }
   }
@@ -373,10 +382,13 @@ void finalize(TargetConfig &c) {
   for (auto &s : c.subsystems)
     resolve_host_access(s, keyed);
   if (c.ports.empty()) throw std::invalid_argument("no port configured (--listen, --config or --job)");
+  // A TLS port serves hosts with a configured PSK, or hosts whose
+  // DH-HMAC-CHAP key generates one (secure channel concatenation).
   for (const PortConfig &p : c.ports)
-    if (p.tls != TlsPort::None && c.tls_keys.empty())
-      throw std::invalid_argument(
-          fmt::format("port {} ({}) speaks TLS, but no host has a TLS key (--tls-key HOSTNQN=KEY)", p.id, p.addr.display()));
+    if (p.tls != TlsPort::None && c.tls_keys.empty() && c.host_auth.empty())
+      throw std::invalid_argument(fmt::format("port {} ({}) speaks TLS, but no host has a TLS key (--tls-key HOSTNQN=KEY) or "
+                                              "a DH-HMAC-CHAP key for secure channel concatenation (--dhchap-key)",
+                                              p.id, p.addr.display()));
   std::set<std::string> nqns;
   for (auto &s : c.subsystems) {
     if (!nqns.insert(s.nqn).second) throw std::invalid_argument(fmt::format("subsystem {} configured twice", s.nqn));

@@ -83,10 +83,11 @@ void add_json_tls_keys(TlsKeys &keys, const nlohmann::json &hosts, const std::st
 }
 
 std::optional<tls::ServerPsk> psk_for_identity(const TlsKeys &keys, const std::function<bool(const std::string &)> &serves,
-                                               const std::string &identity, bool compat, std::string &refusal) {
+                                               const std::string &identity, bool compat, std::string &refusal,
+                                               const GeneratedLookup &generated) {
   const auto parsed = tls::parse_identity(identity);
   if (!parsed) {
-    refusal = "not an NVMe PSK identity (NVMe<0|1>R<01|02> HOSTNQN SUBNQN [DIGEST])";
+    refusal = "not an NVMe PSK identity (NVMe<0|1><R|G><01|02> HOSTNQN SUBNQN [DIGEST])";
     return std::nullopt;
   }
   const tls::PskIdentity &id = *parsed;
@@ -101,7 +102,14 @@ std::optional<tls::ServerPsk> psk_for_identity(const TlsKeys &keys, const std::f
     return std::nullopt;
   }
   if (id.generated) {
-    refusal = "a generated PSK (DH-HMAC-CHAP secure concatenation), which this target does not offer";
+    if (!serves(id.subnqn)) {
+      refusal = fmt::format("no subsystem {} on this port", id.subnqn);
+      return std::nullopt;
+    }
+    if (auto psk = generated ? generated(identity) : std::nullopt) return psk;
+    refusal = fmt::format("no generated PSK with this identity: host {} has not passed DH-HMAC-CHAP with secure channel "
+                          "concatenation for it (or its keys changed since)",
+                          id.hostnqn);
     return std::nullopt;
   }
   const auto it = keys.find(id.hostnqn);

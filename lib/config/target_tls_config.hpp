@@ -45,8 +45,11 @@ void add_json_tls_keys(TlsKeys &keys, const nlohmann::json &hosts, const std::st
 // key and `serves(subnqn)`; else nullopt and the reason. A version 1
 // identity's digest tells which derivation the host's keys came from
 // (RFC 8446's or older libnvme's); a version 0 one cannot, `compat`
-// (--tls-compat) says.
+// (--tls-compat) says. A generated identity ("NVMe1G..."), from secure
+// channel concatenation, is `generated`'s to know (nullopt: none such).
+using GeneratedLookup = std::function<std::optional<tls::ServerPsk>(const std::string &identity)>;
 std::optional<tls::ServerPsk> psk_for_identity(const TlsKeys &keys, const std::function<bool(const std::string &)> &serves,
-                                               const std::string &identity, bool compat, std::string &refusal);
+                                               const std::string &identity, bool compat, std::string &refusal,
+                                               const GeneratedLookup &generated = {});
 
 } // namespace mpnvme::target

@@ -23,6 +23,9 @@ struct HostTlsConfig {
   std::vector<PskHash> suites{std::begin(kSuites), std::end(kSuites)};
   Mode mode = Mode::Auto;
   bool compat = false; // libnvme's first derivation (tls_psk.hpp), as older nvme-cli inserts keys
+  // Secure channel concatenation (concat=1): no configured key; the admin
+  // queue's DH-HMAC-CHAP generates the TLS PSK of every other queue.
+  bool concat = false;
   bool operator==(const HostTlsConfig &) const = default;
 };
 

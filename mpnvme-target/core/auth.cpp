@@ -17,6 +17,7 @@
 
 #include "lib/base/log.hpp"
 #include "lib/base/printable.hpp"
+#include "lib/tls/tls_psk.hpp"
 #include "lib/wire/wire.hpp"
 #include "mpnvme-target/core/submission_queue.hpp"
 
@@ -33,7 +34,8 @@ uint32_t SubmissionQueue::begin_authentication(std::optional<dhchap::ControllerA
 // A transaction for a host with a key, drawing on its controller's DH
 // keys, with kAuthDeadline for its first message.
 void SubmissionQueue::start_transaction(dhchap::ControllerAuthConfig wants) {
-  auth_ = std::make_unique<dhchap::ControllerTransaction>(wants, ctrl_->hostnqn, ctrl_->subsys.cfg.nqn, &ctrl_->dh_keys);
+  const dhchap::ConcatPolicy concat{qid_ == 0, !tls_identity_.empty(), port_.cfg.tls != TlsPort::None};
+  auth_ = std::make_unique<dhchap::ControllerTransaction>(wants, ctrl_->hostnqn, ctrl_->subsys.cfg.nqn, &ctrl_->dh_keys, concat);
   auth_started_ = std::chrono::steady_clock::now();
   arm_auth_deadline(kAuthDeadline);
   auth_failure_counted_ = false;
@@ -115,6 +117,7 @@ void SubmissionQueue::auth_receive(Request &r) {
 void SubmissionQueue::auth_finished() {
   if (auth_->authenticated()) {
     log().info("{} qid {}: host {} authenticated ({})", label_, qid_, printable(ctrl_->hostnqn), auth_->agreed());
+    if (auth_->secure_channel() != dhchap::SecureChannel::None) keep_generated_psk();
     auth_pending_ = false;
     auth_.reset();
   } else if (auth_->failed()) {
@@ -122,6 +125,19 @@ void SubmissionQueue::auth_finished() {
                auth_->failure());
     count_auth_failure();
     transport_.end("authentication failed");
+  }
+}
+
+// Secure channel concatenation: the host comes back over TLS with the
+// PSK this transaction generated (the Linux host at once, on a new admin
+// queue); the TLS server finds it by its identity, which is no secret.
+void SubmissionQueue::keep_generated_psk() {
+  try {
+    const tls::OfferedPsk o = tls::generated_offer(auth_->hash(), auth_->generated_psk(), ctrl_->hostnqn, ctrl_->subsys.cfg.nqn);
+    reg_.generated_psks().insert(o);
+    log().info("{} qid {}: TLS PSK generated for identity '{}'", label_, qid_, printable(tls::to_string(o.identity)));
+  } catch (const std::exception &e) { // the transaction chose no SHA-512: not expected
+    log().warn("{} qid {}: no TLS PSK generated: {}", label_, qid_, e.what());
   }
 }
 

@@ -52,10 +52,11 @@ void SubmissionQueue::exec_fabrics(Request &r) {
   }
 }
 
-void SubmissionQueue::set_tls_identity(std::string identity, std::string hostnqn, std::string subnqn) {
+void SubmissionQueue::set_tls_identity(std::string identity, std::string hostnqn, std::string subnqn, bool generated) {
   tls_identity_ = std::move(identity);
   tls_host_ = std::move(hostnqn);
   tls_subsys_ = std::move(subnqn);
+  tls_generated_ = generated;
 }
 
 void SubmissionQueue::connect(Request &r) {
@@ -92,7 +93,10 @@ void SubmissionQueue::connect(Request &r) {
       no = connect_admin(d, kato, view, sub);
     else
       no = connect_io(d, qid, view, *sub);
-    if (!no.status) wants = view.host_auth(d.hostnqn);
+    // A queue whose TLS runs on a generated PSK has authenticated: only
+    // this host's DH-HMAC-CHAP success made that key (nvmet asks no TLS
+    // queue to authenticate; a configured PSK does not spare it here).
+    if (!no.status && !tls_generated_) wants = view.host_auth(d.hostnqn);
   }
   if (no.status == kStatusConnectCtrlBusy) return refuse_busy(r, d.subnqn, no);
   if (no.status) return refuse(r, no.status, no.why, no.dw0);

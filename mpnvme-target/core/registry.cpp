@@ -265,6 +265,7 @@ void Registry::set_host_auth(const std::string &hostnqn, const HostAuthChange &c
     for (auto &[nqn, s] : subsystems_)
       if (!s->discovery) close_to_keyless_hosts(s->cfg, keyed_);
   });
+  generated_psks_.forget_host(hostnqn); // derived from the keys it had
   log().warn("host {}: DH-HMAC-CHAP keys set by the control socket", printable(hostnqn));
 }
 
@@ -273,6 +274,7 @@ void Registry::forget_host_auth(const std::string &hostnqn) {
     if (!host_auth_.erase(hostnqn)) throw std::invalid_argument("that host has no keys");
     keyed_ = keyed_hosts(host_auth_, cfg_.tls_keys);
   });
+  generated_psks_.forget_host(hostnqn);
   log().warn("host {}: DH-HMAC-CHAP keys removed by the control socket", printable(hostnqn));
 }
 

@@ -5,8 +5,8 @@
 //
 // Lock order (docs/design.md, "Locks"): the configuration lock, then the
 // controllers' lock, then one controller's lock; a reservation's, the
-// backoff table's, the refusal window's and an event loop's inbox lock are
-// leaves. Nothing is
+// backoff table's, the refusal window's, the generated PSKs' and an event
+// loop's inbox lock are leaves. Nothing is
 // called back, no reactor woken and no placement revoked while one is held:
 // a change collects what it leaves to do and does it after unlocking.
 #pragma once
@@ -27,6 +27,7 @@
 #include "lib/wire/nvme.hpp"
 #include "mpnvme-target/core/auth_backoff.hpp"
 #include "mpnvme-target/core/controller.hpp"
+#include "mpnvme-target/core/generated_psks.hpp"
 #include "mpnvme-target/core/refusal_window.hpp"
 #include "mpnvme-target/core/subsystem.hpp"
 
@@ -111,6 +112,8 @@ public:
   AuthBackoff &backoff() { return backoff_; }
   // Controller Busy refusals, logged once per interval and subsystem.
   RefusalWindow &busy_refusals() { return busy_refusals_; }
+  // TLS PSKs from secure channel concatenation, for the TLS server.
+  GeneratedPsks &generated_psks() { return generated_psks_; }
 
 private:
   friend class ConfigView;
@@ -134,6 +137,7 @@ private:
 
   AuthBackoff backoff_;
   RefusalWindow busy_refusals_;
+  GeneratedPsks generated_psks_;
   TargetConfig cfg_;
   RamBudget ram_; // before the subsystems that take from it
   // 1. The configuration: subsystems_ (their host lists too), host_auth_, keyed_.

@@ -82,8 +82,10 @@ public:
   // Keep-alive expiry, deadlines, events. False once the queue must end.
   bool tick(std::chrono::steady_clock::time_point now);
   // The connection's secure channel was opened with this PSK identity:
-  // Connect must come from its host for its subsystem.
-  void set_tls_identity(std::string identity, std::string hostnqn, std::string subnqn);
+  // Connect must come from its host for its subsystem. A generated one
+  // (secure channel concatenation) is the proof of a DH-HMAC-CHAP
+  // transaction of that host: its queues need no other.
+  void set_tls_identity(std::string identity, std::string hostnqn, std::string subnqn, bool generated);
   // "port P ADDR[ cntlid N]", for logs.
   const std::string &label() const { return label_; }
   // The transport failed the command (a data digest error).
@@ -117,6 +119,7 @@ private:
   void auth_receive(Request &r);
   bool auth_fields_valid(Request &r);
   void auth_finished();
+  void keep_generated_psk(); // after a transaction with secure channel concatenation
   void start_transaction(dhchap::ControllerAuthConfig wants);
   void count_auth_failure();
   bool auth_expire(std::chrono::steady_clock::time_point now); // true: expired, the queue ends
@@ -160,6 +163,7 @@ private:
   std::deque<Request *> aers_;           // parked Asynchronous Event Requests (admin queue)
   // TLS: set by the transport after the handshake (empty: no secure channel).
   std::string tls_identity_, tls_host_, tls_subsys_;
+  bool tls_generated_ = false;
   // DH-HMAC-CHAP: set by Connect for a host with a key; until it has
   // authenticated, the queue takes Authentication Send/Receive only.
   std::unique_ptr<dhchap::ControllerTransaction> auth_;

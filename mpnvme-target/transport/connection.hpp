@@ -71,8 +71,8 @@ public:
   // asynchronous events. Returns false once the connection should close.
   bool tick(std::chrono::steady_clock::time_point now);
   // The connection's secure channel was opened with this PSK identity.
-  void set_tls_identity(std::string identity, std::string hostnqn, std::string subnqn) {
-    sq_.set_tls_identity(std::move(identity), std::move(hostnqn), std::move(subnqn));
+  void set_tls_identity(std::string identity, std::string hostnqn, std::string subnqn, bool generated) {
+    sq_.set_tls_identity(std::move(identity), std::move(hostnqn), std::move(subnqn), generated);
   }
   bool closing() const { return closing_; }
   const std::string &close_reason() const { return close_reason_; }

@@ -36,7 +36,8 @@ bool Reactor::secure_setup(Conn &c) {
       auto lookup = [this, &port](const std::string &identity, std::string &refusal) {
         return psk_for_identity(
             reg_.config().tls_keys, [&](const std::string &nqn) { return reg_.find_subsystem(nqn) && port.serves(nqn); },
-            identity, reg_.config().tls_compat, refusal);
+            identity, reg_.config().tls_compat, refusal,
+            [this](const std::string &id) { return reg_.generated_psks().find(id); });
       };
       // MPTCP sockets never take kernel TLS: no secrets kept for it, and records read ahead.
       c.handshaking = tls::TlsStream::server(c.c->fd(), lookup, {std::begin(tls::kSuites), std::end(tls::kSuites)},
@@ -72,7 +73,7 @@ bool Reactor::secure_setup(Conn &c) {
 void Reactor::handshake_done(Conn &c) {
   const std::string identity = c.handshaking->identity();
   const auto id = tls::parse_identity(identity); // the lookup accepted only NVMe identities
-  c.c->set_tls_identity(identity, id->hostnqn, id->subnqn);
+  c.c->set_tls_identity(identity, id->hostnqn, id->subnqn, id->generated);
   tls::RecordLayer records =
       tls::records_after_handshake(c.c->fd(), std::move(c.handshaking), c.c->port().cfg.transport == Transport::Tcp);
   if (records.lost) { // the kernel took the socket but not the keys: neither side can carry on

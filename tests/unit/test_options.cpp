@@ -307,6 +307,44 @@ static void dhchap_options(void **) {
 // needs one, the key's suite must be allowed, kernel TLS is refused for
 // MPTCP, an identity that claims to be an NVMe one must be, and the key is
 // never shown.
+// concat=1: what Linux refuses with --concat, and what leaves no TLS PSK.
+static void concat_options(void **) {
+  Opts t;
+  t.set("concat", "1");
+  expect_refused([&] { parse_engine_options(t.v); }, "concat=1: needs dhchap_secret=");
+  t.set("dhchap_secret", "DHHC-1:00:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh+KfiaR:");
+  EngineOptions e = parse_engine_options(t.v);
+  assert_true(e.tls.concat && !e.tls.enabled && !e.tls.key);
+  t.set("tls", "1");
+  expect_refused([&] { parse_engine_options(t.v); }, "concat=1 and tls=1: concatenation generates the TLS PSK");
+  t.set("tls", nullptr);
+  t.set("tls_key", "NVMeTLSkey-1:01:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwNf9LrZ:");
+  expect_refused([&] { parse_engine_options(t.v); }, "tls_key: concat=1 generates the TLS PSK and its identity; drop it");
+  t.set("tls_key", nullptr);
+  t.set("tls_identity", "NVMe1G01 nqn.h nqn.s abc");
+  expect_refused([&] { parse_engine_options(t.v); }, "tls_identity: concat=1 generates");
+  t.set("tls_identity", nullptr);
+  t.set("dhchap_ctrl_secret", "DHHC-1:00:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh+KfiaR:");
+  expect_refused([&] { parse_engine_options(t.v); },
+                 "dhchap_ctrl_secret with concat=1: under concatenation the host sends S2 = 0");
+  t.set("dhchap_ctrl_secret", nullptr);
+  t.set("dhchap_dhgroup", "null");
+  expect_refused([&] { parse_engine_options(t.v); }, "dhchap_dhgroup: concat=1 needs a DH group other than null");
+  t.set("dhchap_dhgroup", "null,ffdhe3072");
+  parse_engine_options(t.v);
+  t.set("dhchap_hash", "sha512");
+  expect_refused([&] { parse_engine_options(t.v); }, "dhchap_hash: concat=1 needs sha256 or sha384");
+  t.set("dhchap_hash", "sha256,sha384");
+  t.set("tls_ciphers", "TLS_AES_256_GCM_SHA384");
+  expect_refused([&] { parse_engine_options(t.v); }, "tls_ciphers: leaves out TLS_AES_128_GCM_SHA256, which the PSK of a");
+  t.set("dhchap_hash", "sha384");
+  assert_true(parse_engine_options(t.v).tls.concat);
+  t.set("tls_mode", "ktls");
+  expect_refused([&] { parse_engine_options(t.v); }, "tls_mode=ktls: MPTCP sockets do not take kernel TLS");
+  t.set("transport", "tcp");
+  assert_true(parse_engine_options(t.v).tls.mode == mpnvme::tls::Mode::Kernel);
+}
+
 static void tls_options(void **) {
   Opts t;
   const char *k1 = "NVMeTLSkey-1:01:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwNf9LrZ:";
@@ -363,6 +401,7 @@ int main() {
       cmocka_unit_test(parse_time_check_matches),
       cmocka_unit_test(dhchap_options),
       cmocka_unit_test(tls_options),
+      cmocka_unit_test(concat_options),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }

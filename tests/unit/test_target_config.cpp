@@ -414,6 +414,25 @@ static void authentication_config(void **) {
   assert_true(jc.host_auth.count("nqn.jh"));
   assert_false(jc.subsystems[0].allow_any_host);
   assert_string_equal(jc.subsystems[0].allowed_hosts[0].c_str(), "nqn.jh");
+  assert_true(jc.ports[0].tls == TlsPort::None);
+  // concat=1: its port takes TLS and plaintext (the first admin queue is
+  // plaintext), and the host's DH-HMAC-CHAP key is all a TLS port needs.
+  const std::string cc = "[j]\nioengine=external:x\ntraddr=127.0.0.1:4430\nsubnqn=nqn.j\nhostnqn=nqn.jh\nconcat=1\n"
+                         "dhchap_secret=" +
+                         key + "\n";
+  std::string f = write_temp(cc, ".fio");
+  jc = config_from_jobfile(f);
+  unlink(f.c_str());
+  assert_true(jc.ports[0].tls == TlsPort::Optional);
+  assert_true(jc.tls_keys.empty() && jc.host_auth.count("nqn.jh"));
+  finalize(jc);
+  // A port a tls=1 job requires TLS on cannot serve a concat=1 job.
+  f = write_temp(cc + "[t]\nioengine=external:x\ntraddr=127.0.0.1:4430\nsubnqn=nqn.j\nhostnqn=nqn.th\ntls=1\n"
+                      "tls_key=NVMeTLSkey-1:01:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwNf9LrZ:\n",
+                 ".fio");
+  expect_refused<std::invalid_argument>([&] { config_from_jobfile(f); },
+                                        "port 127.0.0.1:4430 serves a job with tls=1, which requires TLS, and one with concat=1");
+  unlink(f.c_str());
 }
 
 // The control socket's "host key" changes what it names and keeps the
