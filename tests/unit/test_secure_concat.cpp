@@ -13,6 +13,7 @@
 #include "lib/auth/dhchap_controller.hpp"
 #include "lib/auth/dhchap_host.hpp"
 #include "lib/tls/tls_psk.hpp"
+#include "mpnvme-target/core/generated_psks.hpp"
 #include "tests/unit/cmocka_cxx.hpp"
 
 using namespace mpnvme;
@@ -269,6 +270,30 @@ static void host_refuses(void **) {
   assert_true(threw);
 }
 
+// The target's store: found by identity, the newest kPerPair per host and
+// subsystem, a host's all gone when its keys change.
+static void target_keeps_the_newest_generated_psks(void **) {
+  using mpnvme::target::GeneratedPsks;
+  GeneratedPsks store;
+  std::vector<std::string> ids;
+  for (unsigned i = 0; i < GeneratedPsks::kPerPair + 2; i++) {
+    const tls::OfferedPsk o = tls::generated_offer(Hash::Sha256, pattern(32, 1, i), kHost, kSubsys);
+    store.insert(o);
+    ids.push_back(tls::to_string(o.identity));
+    const auto found = store.find(ids.back());
+    assert_true(found && found->psk == o.psk && found->hash == tls::PskHash::Sha256);
+  }
+  assert_int_equal(store.size(), GeneratedPsks::kPerPair);
+  assert_false(store.find(ids[0]) || store.find(ids[1])); // the two oldest made room
+  assert_true(store.find(ids[2]).has_value());
+  const tls::OfferedPsk other = tls::generated_offer(Hash::Sha384, pattern(48, 1, 0), "nqn.other-host", kSubsys);
+  store.insert(other);
+  store.forget_host(kHost);
+  assert_int_equal(store.size(), 1);
+  assert_false(store.find(ids.back()).has_value());
+  assert_true(store.find(tls::to_string(other.identity)).has_value());
+}
+
 int main() {
   const CMUnitTest tests[] = {
       cmocka_unit_test(derivation_matches_independent_vectors),
@@ -276,6 +301,7 @@ int main() {
       cmocka_unit_test(controller_refuses_what_nvmet_refuses),
       cmocka_unit_test(response_covers_sc_c),
       cmocka_unit_test(host_refuses),
+      cmocka_unit_test(target_keeps_the_newest_generated_psks),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
