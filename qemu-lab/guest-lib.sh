@@ -77,8 +77,9 @@ tls_psk() {
   tls_tool $suite nvme check-tls-key --keydata="$3" --hostnqn="$1" --subsysnqn="$2" --identity="$4" --insert
 }
 
-# nvmet_tls_port ID TRSVCID NQN: a port that requires TLS 1.3 (nvmet hands
-# the handshake to tlshd).
+# nvmet_tls_port ID TRSVCID NQN [TREQ]: a port that requires TLS 1.3
+# (nvmet hands the handshake to tlshd); TREQ "not required" takes plaintext
+# too (secure channel concatenation's first admin queue).
 nvmet_tls_port() {
   local p=/sys/kernel/config/nvmet/ports/$1
   mkdir -p "$p"
@@ -87,7 +88,7 @@ nvmet_tls_port() {
   echo 0.0.0.0 >"$p/addr_traddr"
   echo "$2" >"$p/addr_trsvcid"
   echo tls1.3 >"$p/addr_tsas" || return 1
-  echo required >"$p/addr_treq" || return 1
+  echo "${4:-required}" >"$p/addr_treq" || return 1
   ln -s "/sys/kernel/config/nvmet/subsystems/$3" "$p/subsystems/$3"
 }
 

@@ -18,7 +18,7 @@ keys=$work/keys && mkdir -m 700 "$keys"
 start_target --listen 10.1.1.1:tls-optional,10.1.2.1:tls-optional --subnqn "$NQN" --ns ram:128m \
   --dhchap-key "$h1=@$keys/h1" --dhchap-key "$h2=@$keys/h2" --control "$work/control" --auth-backoff 60 --log-level info
 PATTERN=6d706e766d652d636f6e6361742d64617461 # "mpnvme-concat-data"
-V=(--verify=pattern --verify_pattern=0x$PATTERN --verify_fatal=1 --do_verify=1)
+V=(--verify=pattern --verify_pattern="0x$PATTERN" --verify_fatal=1 --do_verify=1)
 
 sniff_out=$work/tcp.cap
 in_target python3 "$root/tests/integration/sniff.py" $PATTERN "$sniff_out" &

@@ -3,6 +3,8 @@
 # nvmet set-up and by auth-case.sh (engine side). Test keys only, generated
 # with nvme gen-dhchap-key: they protect nothing outside the lab.
 AUTH_SUBNQN=nqn.2026-12.io.mpnvme:kernel-auth
+# The same hosts on a subsystem for secure channel concatenation (engine-concat).
+CONCAT_SUBNQN=nqn.2026-12.io.mpnvme:kernel-concat
 # host NQN, its key, the controller's key (bidirectional) or -, nvmet's hash and DH group
 AUTH_HOSTS="
 nqn.2026-12.io.mpnvme:host-sha256 DHHC-1:00:PWliTg9rhU+Z3gxoCvB8Xbt71v+y3NaUIQSaZE0tGvt/rsKY: - hmac(sha256) null
