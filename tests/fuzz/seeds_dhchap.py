@@ -3,7 +3,9 @@
 """Seed corpus for fuzz_dhchap: well-formed controller messages (a
 challenge for each hash with the null group and with ffdhe2048, Success1
 with and without a response, with the controller's right response to the
-fuzz build's known challenge, AUTH_Failure1) in the harness's framing.
+fuzz build's known challenge, AUTH_Failure1) in the harness's framing;
+and for secure channel concatenation, a challenge with ffdhe2048 for the
+host, and AUTH_Negotiate with each SC_C value for the controller side.
 Usage: seeds_dhchap.py OUTDIR"""
 import hashlib
 import hmac
@@ -54,4 +56,18 @@ for h in (1, 2, 3):
     seeds[f"bidi-right-{h}"] = frame(1, challenge(h, 0), success1(HASH_LEN[h], ctrl_response(h)))
 seeds["ffdhe2048"] = frame(0, challenge(1, 1, b"\x02" + b"\x00" * 254 + b"\x05"), success1(32))
 seeds["failure1"] = frame(2, struct.pack("<BBHHBB", 0, 0xF1, 0, 1, 1, 1), b"")
+
+
+def negotiate(sc_c, hashes=(1, 2, 3), groups=(0, 1, 2)):
+    ids = bytes(hashes) + bytes(30 - len(hashes)) + bytes(groups) + bytes(30 - len(groups))
+    return struct.pack("<BBHBB", 0, 0, 1, sc_c, 1) + struct.pack("<BBBB", 1, 0, len(hashes), len(groups)) + ids
+
+
+# Concatenation: the host asks for NEWTLSPSK (flag 4) and gets a real
+# group; the controller side (flags 8, 16, 32: admin queue, TLS active,
+# TLS offered) reads the same bytes as AUTH_Negotiate with SC_C 0..3.
+seeds["concat-host-ffdhe2048"] = frame(4, challenge(1, 1, b"\x02" + b"\x00" * 254 + b"\x05"), success1(32))
+for sc_c in range(4):
+    for policy in (8 | 32, 8 | 16 | 32, 32):
+        seeds[f"concat-ctrl-{sc_c}-{policy}"] = frame(policy, negotiate(sc_c), b"")
 write_seeds(sys.argv[1], seeds)
