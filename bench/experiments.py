@@ -13,6 +13,7 @@ from typing import Callable
 import ceilings
 import common
 import compare
+import concat_cost
 import floor_experiment
 import guest
 import guest_depth
@@ -158,6 +159,14 @@ def _scale(ctx):
     return {"scale": res}
 
 
+def _concat(ctx):
+    print(f"bench: concat (connect time with secure channel concatenation), {ctx.runs} run(s) per mode -> {ctx.out}",
+          flush=True)
+    res = concat_cost.run(ctx.runs, ctx.work, smoke=ctx.args.smoke)
+    ctx.keep("concat", res)
+    return {"concat": res}
+
+
 def _compare(ctx):
     print(f"bench: compare {' '.join(ctx.args.refs)}, {ctx.runs} interleaved run(s) each -> {ctx.out}", flush=True)
     return {"compare": compare.run(ctx.args.refs, ctx.runs, ctx.work)}
@@ -207,6 +216,10 @@ EXPERIMENTS = (
                "1 Gbit lab paths: MiB/s as a ratio to the line, the time until I/O flows, and the peak memory and "
                "descriptors of fio and the target",
                root=True, in_all=False, run=_scale, report=lambda r, ctx: "## Scale\n\n" + scale.report(r["scale"])),
+    Experiment("concat", "what secure channel concatenation costs at connect time on loopback: association time and fio's "
+               "wall time of a 4-queue job with no authentication, DH-HMAC-CHAP, TLS on a configured PSK and "
+               "concatenation, over TCP and MPTCP, as ratios to DH-HMAC-CHAP",
+               root=False, in_all=False, run=_concat, report=lambda r, ctx: "## Concatenation\n\n" + concat_cost.report(r["concat"])),
     Experiment("compare", "two git revisions (bench/run compare REF1 REF2): the same 1 GiB transfer, interleaved N "
                "times (default 10), each run's actual / ideal time at the lab's line rate, and whether the "
                "difference is within the run-to-run noise; QD1 and QD32 on loopback as ratios to the floor of each round",
