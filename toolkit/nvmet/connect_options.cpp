@@ -62,6 +62,8 @@ const std::map<std::string, const char *> kFate = {
     {"tls_identity", "the kernel host (tlshd) chooses its PSK identity"},
     {"tls_ciphers", "tlshd chooses the cipher suite"},
     {"tls_mode", "the kernel host's records are kernel TLS after tlshd's handshake"},
+    {"concat", "this libnvme (Debian 12's 1.3) cannot ask the kernel for secure channel concatenation; nvme connect "
+               "--concat (nvme-cli 2.12 and later) can: the kernel host authenticates with DH-HMAC-CHAP, without TLS"},
     {"trim_mode", "how the engine issues trims; fio's trims reach the kernel host as discards"},
     {"log_level", "the engine's own logging"},
     {"path_stats", "the engine's own statistics (mpnvme-iopolicy show has the kernel host's)"},
