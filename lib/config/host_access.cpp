@@ -24,7 +24,8 @@ std::set<std::string> keyed_hosts(const HostAuth &auth, const TlsKeys &tls) {
 
 bool subsystem_admits(const SubsystemConfig &s, const std::string &hostnqn, const std::set<std::string> &keyed) {
   if (s.allow_any_host_explicit) return s.allow_any_host || named(s, hostnqn);
-  if (named(s, hostnqn) || keyed.count(hostnqn)) return true;
+  if (named(s, hostnqn)) return true;
+  if (keyed.count(hostnqn)) return !s.denied_hosts.count(hostnqn);
   return s.allow_any_host && keyed.empty();
 }
 
@@ -41,6 +42,7 @@ void close_to_keyless_hosts(SubsystemConfig &s, const std::set<std::string> &key
 
 void name_host(SubsystemConfig &s, const std::string &hostnqn) {
   if (!s.allow_any_host_explicit) s.allow_any_host = false;
+  s.denied_hosts.erase(hostnqn);
   if (!named(s, hostnqn)) s.allowed_hosts.push_back(hostnqn);
 }
 

@@ -6,9 +6,10 @@
 //  - Hosts said exactly (--allow-any-host, JSON's attr.allow_any_host,
 //    nvmet's own attribute) are taken as written.
 //  - Otherwise a subsystem admits the hosts named for it and, once any host
-//    has a key (DH-HMAC-CHAP or TLS), the hosts with a key; it is open to
-//    any host only while it names none and no host has a key. Naming a
-//    host closes it, and denying the last named one leaves it closed.
+//    has a key (DH-HMAC-CHAP or TLS), the hosts with a key that were not
+//    denied there; it is open to any host only while it names none and no
+//    host has a key. Naming a host closes it, and denying the last named
+//    one leaves it closed.
 #pragma once
 #include <set>
 #include <string>
@@ -36,5 +37,6 @@ void close_to_keyless_hosts(SubsystemConfig &s, const std::set<std::string> &key
 void name_host(SubsystemConfig &s, const std::string &hostnqn);
 // Take a named host off the list; false when it was not on it.
 bool unname_host(SubsystemConfig &s, const std::string &hostnqn);
+// (name_host also lifts a denial: SubsystemConfig::denied_hosts.)
 
 } // namespace mpnvme::target

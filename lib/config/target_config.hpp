@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,9 @@ struct SubsystemConfig {
   bool allow_any_host = true;
   bool allow_any_host_explicit = false; // --allow-any-host, or attr.allow_any_host in JSON: taken as it is
   std::vector<std::string> allowed_hosts;
+  // Keyed hosts the control socket denied: their key no longer admits
+  // them here (until `host allow` names them again).
+  std::set<std::string> denied_hosts;
   std::string serial, model = "mpnvme-target";
   std::vector<NamespaceConfig> namespaces;
   // Controllers at once (`subsystem add ... max-controllers=N`); none: the

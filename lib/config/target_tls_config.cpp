@@ -5,6 +5,7 @@
 #include <openssl/crypto.h>
 #include <stdexcept>
 
+#include "lib/base/printable.hpp"
 #include "lib/config/target_auth_config.hpp"
 
 namespace mpnvme::target {
@@ -103,28 +104,28 @@ std::optional<tls::ServerPsk> psk_for_identity(const TlsKeys &keys, const std::f
   }
   if (id.generated) {
     if (!serves(id.subnqn)) {
-      refusal = fmt::format("no subsystem {} on this port", id.subnqn);
+      refusal = fmt::format("no subsystem {} on this port", printable(id.subnqn));
       return std::nullopt;
     }
     if (auto psk = generated ? generated(identity) : std::nullopt) return psk;
     refusal = fmt::format("no generated PSK with this identity: host {} has not passed DH-HMAC-CHAP with secure channel "
                           "concatenation for it (or its keys changed since)",
-                          id.hostnqn);
+                          printable(id.hostnqn));
     return std::nullopt;
   }
   const auto it = keys.find(id.hostnqn);
   if (it == keys.end()) {
-    refusal = fmt::format("no TLS key for host {}", id.hostnqn);
+    refusal = fmt::format("no TLS key for host {}", printable(id.hostnqn));
     return std::nullopt;
   }
   if (!serves(id.subnqn)) {
-    refusal = fmt::format("no subsystem {} on this port", id.subnqn);
+    refusal = fmt::format("no subsystem {} on this port", printable(id.subnqn));
     return std::nullopt;
   }
   const tls::ConfiguredPsk &k = it->second;
   if (id.hash != tls::psk_hash(k)) {
-    refusal = fmt::format("the identity asks for {}, host {}'s key goes with {}", tls::cipher_suite(id.hash), id.hostnqn,
-                          tls::cipher_suite(tls::psk_hash(k)));
+    refusal = fmt::format("the identity asks for {}, host {}'s key goes with {}", tls::cipher_suite(id.hash),
+                          printable(id.hostnqn), tls::cipher_suite(tls::psk_hash(k)));
     return std::nullopt;
   }
   if (id.version == 1) { // the digest says which derivation made the host's key
@@ -133,7 +134,7 @@ std::optional<tls::ServerPsk> psk_for_identity(const TlsKeys &keys, const std::f
       if (tls::psk_digest(id.hash, retained, id.hostnqn, id.subnqn) == id.digest)
         return tls::ServerPsk{tls::derive_tls_psk(retained, id, old), id.hash};
     }
-    refusal = fmt::format("the identity's digest does not match host {}'s key (the host has another key)", id.hostnqn);
+    refusal = fmt::format("the identity's digest does not match host {}'s key (the host has another key)", printable(id.hostnqn));
     return std::nullopt;
   }
   const SecretBytes retained = tls::retained_psk(k, id.hostnqn, compat);

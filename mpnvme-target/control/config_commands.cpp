@@ -210,7 +210,10 @@ const std::vector<ControlCommand> &config_commands() {
        subsystem_remove},
       {"subsystems", "", "each subsystem with its namespaces and the hosts it admits", subsystems},
       {"host allow", "SUBNQN HOSTNQN", "admit a host to a subsystem (the first named closes it to the others)", host_allow},
-      {"host deny", "SUBNQN HOSTNQN", "take a host off a subsystem's list: its controllers there end", host_deny},
+      {"host deny", "SUBNQN HOSTNQN",
+       "take a host off a subsystem's list, and a host with a key out of what its key admits it to there (until host "
+       "allow names it again): its controllers there end",
+       host_deny},
       {"host key", "HOSTNQN [dhchap_key=SECRET|@FILE] [dhchap_ctrl_key=[SECRET|@FILE]] [dhchap_hash=H] [dhchap_dhgroup=G]",
        "the host must authenticate from now on; its controllers made without a key end; each attribute replaces the "
        "host's current one (dhchap_key= is needed for a host without keys; an empty dhchap_ctrl_key removes it)",

@@ -35,6 +35,8 @@ uint32_t SubmissionQueue::begin_authentication(std::optional<dhchap::ControllerA
 // keys, with kAuthDeadline for its first message.
 void SubmissionQueue::start_transaction(dhchap::ControllerAuthConfig wants) {
   const dhchap::ConcatPolicy concat{qid_ == 0, !tls_identity_.empty(), port_.cfg.tls != TlsPort::None};
+  // Before the keys are copied: a change after this point outdates them.
+  auth_key_epoch_ = reg_.generated_psks().epoch(ctrl_->hostnqn);
   auth_ = std::make_unique<dhchap::ControllerTransaction>(wants, ctrl_->hostnqn, ctrl_->subsys.cfg.nqn, &ctrl_->dh_keys, concat);
   auth_started_ = std::chrono::steady_clock::now();
   arm_auth_deadline(kAuthDeadline);
@@ -134,7 +136,15 @@ void SubmissionQueue::auth_finished() {
 void SubmissionQueue::keep_generated_psk() {
   try {
     const tls::OfferedPsk o = tls::generated_offer(auth_->hash(), auth_->generated_psk(), ctrl_->hostnqn, ctrl_->subsys.cfg.nqn);
-    reg_.generated_psks().insert(o);
+    if (!reg_.generated_psks().insert(o, auth_key_epoch_)) {
+      log().warn("{} qid {}: no TLS PSK kept for host {}: its keys changed during the transaction", label_, qid_,
+                 printable(ctrl_->hostnqn));
+      return;
+    }
+    // REPLACETLSPSK: the PSK this queue runs on gives way (the host uses
+    // the new one from now on; this queue's TLS needs the old one no more).
+    if (auth_->secure_channel() == dhchap::SecureChannel::ReplaceTlsPsk && tls_generated_)
+      reg_.generated_psks().erase(tls_identity_);
     log().info("{} qid {}: TLS PSK generated for identity '{}'", label_, qid_, printable(tls::to_string(o.identity)));
   } catch (const std::exception &e) { // the transaction chose no SHA-512: not expected
     log().warn("{} qid {}: no TLS PSK generated: {}", label_, qid_, e.what());

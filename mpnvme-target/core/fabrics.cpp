@@ -87,6 +87,10 @@ void SubmissionQueue::connect(Request &r) {
     else if (!tls_identity_.empty() && (d.hostnqn != tls_host_ || d.subnqn != tls_subsys_))
       no = {kStatusConnectInvalidHost, fmt::format("Connect as host {} to {} over the secure channel of identity '{}'",
                                                    connect_host_, printable(d.subnqn), printable(tls_identity_))};
+    else if (tls_generated_ && !reg_.generated_psks().find(tls_identity_))
+      no = {kStatusConnectInvalidHost, fmt::format("Connect over the generated PSK of identity '{}', which is withdrawn "
+                                                   "(the host's keys changed, or REPLACETLSPSK replaced it)",
+                                                   printable(tls_identity_))};
     else if (!view.admits(*sub, d.hostnqn))
       no = {kStatusConnectInvalidHost, fmt::format("host {} is not allowed on {}", connect_host_, d.subnqn)};
     else if (qid == 0)

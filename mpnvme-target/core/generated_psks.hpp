@@ -24,13 +24,21 @@ namespace mpnvme::target {
 class GeneratedPsks {
 public:
   static constexpr size_t kPerPair = 16;
-  void insert(const tls::OfferedPsk &o);
+  // A host's key epoch: forget_host moves it on. A transaction notes it
+  // when it starts; insert refuses a PSK from a transaction that started
+  // before the host's keys changed (false), so that a key rotated out
+  // mid-transaction mints no PSK that outlives the rotation.
+  uint64_t epoch(const std::string &hostnqn) const;
+  bool insert(const tls::OfferedPsk &o, uint64_t epoch);
   std::optional<tls::ServerPsk> find(const std::string &identity) const;
+  // REPLACETLSPSK: the PSK a queue ran on gives way to the new one.
+  void erase(const std::string &identity);
   void forget_host(const std::string &hostnqn);
   size_t size() const;
 
 private:
   mutable std::mutex mu_;
+  std::map<std::string, uint64_t> epochs_; // hosts whose keys changed at least once
   std::map<std::string, tls::ServerPsk> by_identity_;
   std::map<std::pair<std::string, std::string>, std::deque<std::string>> newest_; // (host, subsystem) -> identities, oldest first
 };

@@ -30,7 +30,7 @@ std::vector<std::string> ConfigView::admitted_hosts(const Subsystem &s) const {
   std::vector<std::string> out = s.cfg.allowed_hosts;
   if (!s.cfg.allow_any_host_explicit)
     for (const std::string &h : r_.keyed_)
-      if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
+      if (std::find(out.begin(), out.end(), h) == out.end() && !s.cfg.denied_hosts.count(h)) out.push_back(h);
   return out;
 }
 
@@ -249,7 +249,11 @@ void Registry::allow_host(const std::string &subnqn, const std::string &hostnqn)
 
 void Registry::deny_host(const std::string &subnqn, const std::string &hostnqn) {
   reconfigure([&] {
-    if (!unname_host(existing(subnqn).cfg, hostnqn)) throw std::invalid_argument("that host is not on the subsystem's list");
+    SubsystemConfig &cfg = existing(subnqn).cfg;
+    // A keyed host is admitted by its key, named or not: deny it by name.
+    const bool by_key = keyed_.count(hostnqn) && !cfg.allow_any_host_explicit;
+    if (!unname_host(cfg, hostnqn) && !by_key) throw std::invalid_argument("that host is not on the subsystem's list");
+    if (by_key) cfg.denied_hosts.insert(hostnqn);
   });
   log().info("subsystem {}: host {} denied by the control socket", printable(subnqn), printable(hostnqn));
 }

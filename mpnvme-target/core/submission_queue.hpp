@@ -168,6 +168,7 @@ private:
   // authenticated, the queue takes Authentication Send/Receive only.
   std::unique_ptr<dhchap::ControllerTransaction> auth_;
   bool auth_pending_ = false;
+  uint64_t auth_key_epoch_ = 0; // the host's key epoch when the transaction started (GeneratedPsks)
   bool auth_failure_counted_ = false;
   std::chrono::steady_clock::time_point auth_deadline_{};
   std::chrono::steady_clock::time_point auth_started_{};

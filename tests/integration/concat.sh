@@ -6,8 +6,8 @@
 # authentication. Verified I/O over TCP on two paths (each path its own
 # generated PSK) and over MPTCP with 2 subflows, SHA-256 and SHA-384; a
 # capture of the lab shows none of the pattern fio wrote; a wrong key is
-# refused; an identity no transaction generated fails the handshake; no
-# key appears in any log (test_secure_concat keeps the generated PSKs'
+# refused; an identity no transaction generated fails the handshake; a
+# hostile host's cases (concat_hostile.py); no key appears in any log (test_secure_concat keeps the generated PSKs'
 # bounds and their end when a host's keys change).
 source "$(dirname "$0")/lib.sh"
 lab_up --paths 2 --cc cubic
@@ -71,6 +71,16 @@ run_fio forged --traddr=10.1.2.1 --transport=tcp --rw=read --bs=4k --size=1m --h
     fail "forged identity: $(grep -i "10.1.2.2" "$work/target.log" | tail -3)"; }
 forgive 10.1.2.2
 
+# A host the engine would never be (tests/pylib/concat_peer.py): the
+# holes a hostile probe found, each checked (concat_hostile.py says which).
+(umask 077 && nvme gen-dhchap-key --hmac=1 -n "$h1" >"$keys/h1b")
+in_host python3 "$root/tests/integration/concat_hostile.py" 10.1.1.1 4420 "$NQN" "$h1" "$keys/h1" "$keys/h1b" \
+  "$LAB" -n "$lab" exec target "$TARGET" ctl "$work/control" || fail "concat_hostile.py"
+grep -q "no TLS PSK kept for host $h1: its keys changed during the transaction" "$work/target.log" &&
+  pass "the target logs why the rotated-out transaction got no PSK" || fail "no log line for the rotated-out transaction"
+grep -q 'nqn.x:\\x1b\[31mRED' "$work/target.log" && ! grep -q $'\x1b' "$work/target.log" &&
+  pass "control characters of a ClientHello's identity reach the log escaped" ||
+  fail "the refused identity's control characters: $(grep -a 'nqn.x:' "$work/target.log" | tail -1 | cat -v)"
 cat "$keys"/* >"$work/secrets"
 if grep -qF -f "$work/secrets" "$work"/*.log "$work"/*.json 2>/dev/null; then fail "a key appears in a log"; else
   pass "no key in any log or output"; fi

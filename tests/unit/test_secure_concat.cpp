@@ -271,14 +271,15 @@ static void host_refuses(void **) {
 }
 
 // The target's store: found by identity, the newest kPerPair per host and
-// subsystem, a host's all gone when its keys change.
+// subsystem, a replaced one retired, a host's all gone when its keys
+// change, and none minted by a transaction that began before the change.
 static void target_keeps_the_newest_generated_psks(void **) {
   using mpnvme::target::GeneratedPsks;
   GeneratedPsks store;
   std::vector<std::string> ids;
   for (unsigned i = 0; i < GeneratedPsks::kPerPair + 2; i++) {
     const tls::OfferedPsk o = tls::generated_offer(Hash::Sha256, pattern(32, 1, i), kHost, kSubsys);
-    store.insert(o);
+    assert_true(store.insert(o, store.epoch(kHost)));
     ids.push_back(tls::to_string(o.identity));
     const auto found = store.find(ids.back());
     assert_true(found && found->psk == o.psk && found->hash == tls::PskHash::Sha256);
@@ -286,12 +287,22 @@ static void target_keeps_the_newest_generated_psks(void **) {
   assert_int_equal(store.size(), GeneratedPsks::kPerPair);
   assert_false(store.find(ids[0]) || store.find(ids[1])); // the two oldest made room
   assert_true(store.find(ids[2]).has_value());
+  // REPLACETLSPSK retires the PSK it replaces.
+  store.erase(ids[2]);
+  assert_false(store.find(ids[2]).has_value());
+  assert_int_equal(store.size(), GeneratedPsks::kPerPair - 1);
   const tls::OfferedPsk other = tls::generated_offer(Hash::Sha384, pattern(48, 1, 0), "nqn.other-host", kSubsys);
-  store.insert(other);
+  assert_true(store.insert(other, store.epoch("nqn.other-host")));
+  // A transaction that started before the host's keys changed mints no PSK.
+  const uint64_t before = store.epoch(kHost);
   store.forget_host(kHost);
   assert_int_equal(store.size(), 1);
   assert_false(store.find(ids.back()).has_value());
   assert_true(store.find(tls::to_string(other.identity)).has_value());
+  const tls::OfferedPsk late = tls::generated_offer(Hash::Sha256, pattern(32, 3, 7), kHost, kSubsys);
+  assert_false(store.insert(late, before));
+  assert_false(store.find(tls::to_string(late.identity)).has_value());
+  assert_true(store.insert(late, store.epoch(kHost)));
 }
 
 int main() {
