@@ -13,6 +13,26 @@
 # LAB_ctl.
 set -uo pipefail
 tar -C /opt -xzf /opt/lab/blktests.tar.gz || exit 1
+# nvme/062 and 063 (TLS, concatenation): tlshd (ktls-utils 1.0, Debian
+# 13) for the host's and nvmet's handshakes, started here as a machine
+# without systemd does (blktests patch 11 takes a running tlshd), and
+# nvme-cli 2.16 with libnvme 1.16 (Debian unstable; Debian 12's 2.4 has
+# neither --concat nor the libnvme these tests ask for), each run with
+# its suite's loader and libraries; only those two tests get them.
+tls_path=""
+if [[ -f /opt/lab/tls-tools.tar.gz ]]; then
+  mkdir -p /opt/tls/wrap && tar -C /opt/tls -xzf /opt/lab/tls-tools.tar.gz || exit 1
+  for tool in trixie:tlshd unstable:nvme; do
+    suite=${tool%%:*} prog=${tool#*:}
+    printf '#!/bin/sh\nexec /opt/tls/%s/lib/ld-linux-x86-64.so.2 --library-path /opt/tls/%s/lib /opt/tls/%s/bin/%s "$@"\n' \
+      "$suite" "$suite" "$suite" "$prog" >"/opt/tls/wrap/$prog" && chmod 755 "/opt/tls/wrap/$prog"
+  done
+  printf '[debug]\nloglevel=1\ntls=0\nnl=0\n[authenticate]\nkeyrings=.nvme\n[authenticate.client]\n[authenticate.server]\n' \
+    >/etc/tlshd.conf
+  /opt/tls/wrap/tlshd -c /etc/tlshd.conf -s >/tmp/tlshd.log 2>&1 &
+  for _ in $(seq 50); do grep -q 'priority string' /tmp/tlshd.log && break; sleep 0.2; done
+  grep -q 'priority string' /tmp/tlshd.log && tls_path=/opt/tls/wrap: || echo "blktests-run: tlshd did not start: $(cat /tmp/tlshd.log)"
+fi
 install -D -m 755 /opt/lab/mpnvme-blktests-control /usr/local/sbin/mpnvme-blktests-control || exit 1
 mkdir -p /etc/mpnvme
 # The host blktests connects as is its own default host.
@@ -57,7 +77,7 @@ IFS=, read -r -a tests <<<"$LAB_tests"
 # need TEST_DEVS: the emulated PCIe NVMe controller's namespace.
 # The controller is there before udevd (no coldplug here): udev is asked
 # to add it, so that /dev/char/MAJ:MIN, which nvmet's passthru opens, is made.
-plain=() on_device=() pcie_dev=""
+plain=() on_device=() with_tls=() pcie_dev=""
 modprobe nvme
 udevadm trigger --action=add --subsystem-match=nvme --subsystem-match=block
 udevadm settle --timeout=60
@@ -70,7 +90,9 @@ for c in /sys/class/nvme/nvme*; do
 done
 echo "blktests-run: test device ${pcie_dev:-none}, /dev/char: $(ls /dev/char 2>/dev/null | wc -l) links"
 for t in "${tests[@]}"; do
-  if grep -q '^test_device()' "tests/nvme/$t" && ! grep -q '^fallback_device()' "tests/nvme/$t"; then
+  if [[ -n $tls_path && ($t == 062 || $t == 063) ]]; then
+    with_tls+=("$t")
+  elif grep -q '^test_device()' "tests/nvme/$t" && ! grep -q '^fallback_device()' "tests/nvme/$t"; then
     [[ -b $pcie_dev ]] || { echo "blktests-run: nvme/$t needs a test device and the guest has no PCIe NVMe"; exit 1; }
     on_device+=("$t")
   else
@@ -91,6 +113,11 @@ for target in "${targets[@]}"; do
   # of their own, the others without one, as blktests runs them by default.
   rc=0
   if ((${#plain[@]})); then ./check -o "/tmp/results-$target" "${plain[@]/#/nvme/}" 2>&1 | cat; rc=${PIPESTATUS[0]}; fi
+  if ((${#with_tls[@]})); then
+    PATH=$tls_path$PATH ./check -o "/tmp/results-$target-tls" "${with_tls[@]/#/nvme/}" 2>&1 | cat
+    tls_rc=${PIPESTATUS[0]}
+    ((rc)) || rc=$tls_rc
+  fi
   if ((${#on_device[@]})); then
     echo "TEST_DEVS=($pcie_dev)" >config
     ./check -o "/tmp/results-$target-device" "${on_device[@]/#/nvme/}" 2>&1 | cat

@@ -149,9 +149,11 @@ run_guest() {
   # blktests follows the kernel's newest NVMe features.
   export MPNVME_LAB_SMP=${MPNVME_LAB_SMP:-2}
   minutes=${limit:-$((3 + $(tr ',' '\n' <<<"$guest_tests" | wc -l) * $(tr ',' '\n' <<<"$targets" | wc -l) * 3))}
+  # nvme/062 and 063: tlshd and a newer nvme-cli (qemu-lab/tls-tools.sh).
+  tls_tarball=$("$here/../../../qemu-lab/tls-tools.sh") || fail "the guest's TLS tools could not be fetched"
   MPNVME_LAB_GUESTFWD="$ctl_port=$build/mpnvme-target/mpnvme-target ctl $state/control -" \
     debian_guest_start "$here/guest.sh" "port=$port ctl=$ctl_port targets=$targets tests=$guest_tests img=$img" \
-    "$state/blktests.tar.gz" "$state/mpnvme-blktests-control"
+    "$state/blktests.tar.gz" "$state/mpnvme-blktests-control" "$tls_tarball"
   echo "blktests $(cd "$blktests" && git describe --always 2>/dev/null || echo '(not a git checkout)') in the guest; up to $minutes min"
   follow_results $(($(tr ',' '\n' <<<"$guest_tests" | wc -l) * $(tr ',' '\n' <<<"$targets" | wc -l))) $((minutes * 60))
   log=$(console)
