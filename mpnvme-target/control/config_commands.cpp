@@ -17,6 +17,7 @@
 #include "lib/base/log.hpp"
 #include "lib/base/printable.hpp"
 #include "lib/config/host_access.hpp"
+#include "lib/tls/tls_psk.hpp"
 #include "mpnvme-target/control/command_table.hpp"
 
 namespace mpnvme::target {
@@ -188,6 +189,21 @@ std::string host_key(Registry &reg, const ControlLimits &, Args &a) {
   return "ok\n";
 }
 
+// host tls-key HOSTNQN KEY|@FILE|-: the configured PSK (NVMeTLSkey-1:...),
+// a file only its owner reads, or none.
+std::string host_tls_key(Registry &reg, const ControlLimits &, Args &a) {
+  const std::string host = host_nqn(a);
+  const std::string v = a.next();
+  if (v.empty()) throw std::invalid_argument("argument 4: the key (NVMeTLSkey-1:..., @FILE, or - for none) is missing");
+  if (v == "-") {
+    reg.set_host_tls_key(host, std::nullopt);
+  } else {
+    const std::string what = fmt::format("host tls-key {}", printable(host));
+    reg.set_host_tls_key(host, v[0] == '@' ? tls::read_psk_file(v.substr(1), what) : tls::parse_psk(v, what));
+  }
+  return "ok\n";
+}
+
 std::string host_forget(Registry &reg, const ControlLimits &, Args &a) {
   const std::string host = host_nqn(a);
   reg.forget_host_auth(host);
@@ -219,6 +235,10 @@ const std::vector<ControlCommand> &config_commands() {
        "host's current one (dhchap_key= is needed for a host without keys; an empty dhchap_ctrl_key removes it)",
        host_key},
       {"host forget", "HOSTNQN", "the host needs no authentication any more", host_forget},
+      {"host tls-key", "HOSTNQN NVMeTLSkey-1:...|@FILE|-",
+       "the host's configured TLS PSK from now on (- for none); a key closes the door to keyless hosts as a "
+       "DH-HMAC-CHAP key does",
+       host_tls_key},
   };
   return table;
 }

@@ -51,6 +51,18 @@ std::string ana(Registry &reg, const ControlLimits &, Args &a) {
   return "ok\n";
 }
 
+// port tls PORT none|optional|required: nvmet's addr_tsas and addr_treq
+// as one word; connections already made keep what they met.
+std::string port_tls(Registry &reg, const ControlLimits &, Args &a) {
+  PortState &p = port_arg(reg, a);
+  const std::string t = a.next();
+  const TlsPort mode = t == "none" ? TlsPort::None : t == "optional" ? TlsPort::Optional : TlsPort::Required;
+  if (t != "none" && t != "optional" && t != "required")
+    throw std::invalid_argument(fmt::format("argument {} is not none, optional or required", a.place()));
+  reg.set_port_tls(p.cfg.id, mode);
+  return "ok\n";
+}
+
 std::string port(Registry &reg, const ControlLimits &, Args &a) {
   PortState &p = port_arg(reg, a);
   const std::string st = a.next();
@@ -86,6 +98,11 @@ std::string backoff(Registry &reg, const ControlLimits &, Args &a) {
 const std::vector<ControlCommand> &runtime_commands() {
   static const std::vector<ControlCommand> table = {
       {"ana", "PORT GROUP STATE", "change an ANA group's state on a port; its controllers get an ANA change notice", ana},
+      // Before "port": the first verb that fits is taken.
+      {"port tls", "PORT none|optional|required",
+       "the port's secure channel from now on (TLS 1.3 with a PSK: optional takes plaintext too, as nvmet's treq \"not "
+       "required\"); connections already made keep theirs",
+       port_tls},
       {"port", "PORT down|up", "drop a port's connections and refuse new ones (fault injection), or serve again", port},
       {"stats", "", "counters per port", stats},
       {"backoff", "[forgive ADDR]", "addresses waiting after failed authentications; let one in again at once", backoff},

@@ -34,7 +34,7 @@ uint32_t SubmissionQueue::begin_authentication(std::optional<dhchap::ControllerA
 // A transaction for a host with a key, drawing on its controller's DH
 // keys, with kAuthDeadline for its first message.
 void SubmissionQueue::start_transaction(dhchap::ControllerAuthConfig wants) {
-  const dhchap::ConcatPolicy concat{qid_ == 0, !tls_identity_.empty(), port_.cfg.tls != TlsPort::None};
+  const dhchap::ConcatPolicy concat{qid_ == 0, !tls_identity_.empty(), port_.tls() != TlsPort::None};
   // Before the keys are copied: a change after this point outdates them.
   auth_key_epoch_ = reg_.generated_psks().epoch(ctrl_->hostnqn);
   auth_ = std::make_unique<dhchap::ControllerTransaction>(wants, ctrl_->hostnqn, ctrl_->subsys.cfg.nqn, &ctrl_->dh_keys, concat);

@@ -99,8 +99,9 @@ Page discovery_log(const LogContext &x, uint8_t) {
       e[2] = 2;                    // SUBTYPE: NVMe subsystem
       // TREQ: the secure channel required or not (nvmet's addr_treq); with
       // TLS the TSAS says which (SECTYPE TLS 1.3).
-      e[3] = pc.tls == TlsPort::Required ? NVMF_TREQ_REQUIRED : pc.tls == TlsPort::Optional ? NVMF_TREQ_NOT_REQUIRED : 0;
-      if (pc.tls != TlsPort::None) e[768] = NVMF_TCP_SECTYPE_TLS13;
+      const TlsPort tls = pp->tls();
+      e[3] = tls == TlsPort::Required ? NVMF_TREQ_REQUIRED : tls == TlsPort::Optional ? NVMF_TREQ_NOT_REQUIRED : 0;
+      if (tls != TlsPort::None) e[768] = NVMF_TCP_SECTYPE_TLS13;
       put16(e, 4, pc.id);
       put16(e, 6, 0xffff); // CNTLID: dynamic
       put16(e, 8, 32);     // ASQSZ

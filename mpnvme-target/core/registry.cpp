@@ -34,6 +34,8 @@ std::vector<std::string> ConfigView::admitted_hosts(const Subsystem &s) const {
   return out;
 }
 
+const TlsKeys &ConfigView::tls_keys() const { return r_.tls_keys_; }
+
 std::optional<dhchap::ControllerAuthConfig> ConfigView::host_auth(const std::string &hostnqn) const {
   auto it = r_.host_auth_.find(hostnqn);
   if (it == r_.host_auth_.end()) return std::nullopt;
@@ -96,7 +98,7 @@ std::shared_ptr<TargetController> ConfigView::find_controller(const Subsystem &s
 
 Registry::Registry(const TargetConfig &cfg)
     : backoff_(std::chrono::milliseconds(cfg.auth_backoff_ms)), cfg_(cfg), ram_(cfg.limits.max_ram), host_auth_(cfg.host_auth),
-      keyed_(keyed_hosts(cfg.host_auth, cfg.tls_keys)) {
+      tls_keys_(cfg.tls_keys), keyed_(keyed_hosts(cfg.host_auth, cfg.tls_keys)) {
   for (const auto &sc : cfg.subsystems)
     subsystems_.emplace(sc.nqn, open_subsystem(sc, ram_));
   if (cfg.discovery) {
@@ -262,7 +264,7 @@ void Registry::set_host_auth(const std::string &hostnqn, const HostAuthChange &c
   reconfigure([&] {
     auto it = host_auth_.find(hostnqn);
     host_auth_[hostnqn] = change.applied_to(it == host_auth_.end() ? nullptr : &it->second);
-    keyed_ = keyed_hosts(host_auth_, cfg_.tls_keys);
+    keyed_ = keyed_hosts(host_auth_, tls_keys_);
     // As at start-up: a key closes the subsystems whose hosts were not said
     // exactly, and forgetting it later opens none of them again; the host
     // gets in by its key while it has one (close_to_keyless_hosts).
@@ -276,10 +278,32 @@ void Registry::set_host_auth(const std::string &hostnqn, const HostAuthChange &c
 void Registry::forget_host_auth(const std::string &hostnqn) {
   reconfigure([&] {
     if (!host_auth_.erase(hostnqn)) throw std::invalid_argument("that host has no keys");
-    keyed_ = keyed_hosts(host_auth_, cfg_.tls_keys);
+    keyed_ = keyed_hosts(host_auth_, tls_keys_);
   });
   generated_psks_.forget_host(hostnqn);
   log().warn("host {}: DH-HMAC-CHAP keys removed by the control socket", printable(hostnqn));
+}
+
+void Registry::set_host_tls_key(const std::string &hostnqn, std::optional<tls::ConfiguredPsk> key) {
+  const bool set = key.has_value();
+  reconfigure([&] {
+    if (key)
+      tls_keys_[hostnqn] = std::move(*key);
+    else if (!tls_keys_.erase(hostnqn))
+      throw std::invalid_argument("that host has no TLS key");
+    keyed_ = keyed_hosts(host_auth_, tls_keys_);
+    for (auto &[nqn, s] : subsystems_) // as set_host_auth: a key closes the door to keyless hosts
+      if (!s->discovery) close_to_keyless_hosts(s->cfg, keyed_);
+  });
+  log().warn("host {}: TLS key {} by the control socket", printable(hostnqn), set ? "set" : "removed");
+}
+
+void Registry::set_port_tls(uint16_t port_id, TlsPort t) {
+  PortState *p = port(port_id);
+  if (!p) throw std::invalid_argument("no such port");
+  p->set_tls(t);
+  discovery_genctr_++; // the discovery log's TREQ and TSAS of the port changed
+  log().warn("port {}: secure channel {} from now on (control socket)", port_id, tls_port_name(t));
 }
 
 PortState *Registry::port(uint16_t id) {

@@ -50,6 +50,9 @@ public:
   std::vector<std::string> admitted_hosts(const Subsystem &s) const;
   // What `hostnqn` must prove (a copy); none when it needs no authentication.
   std::optional<dhchap::ControllerAuthConfig> host_auth(const std::string &hostnqn) const;
+  // The hosts' configured TLS PSKs (--tls-key, then the control socket's
+  // host tls-key), while the view lives.
+  const TlsKeys &tls_keys() const;
   // Every serving subsystem but discovery, in NQN order; and those the
   // discovery log lists for `hostnqn` on `port`.
   std::vector<std::shared_ptr<Subsystem>> subsystems() const;
@@ -70,8 +73,9 @@ private:
 class Registry {
 public:
   explicit Registry(const TargetConfig &cfg);
-  // As started: the limits, ports and TLS keys, which never change. What
-  // changes at run time (subsystems, hosts, keys) is read through view().
+  // As started: the limits and ports, which never change (a port's ANA
+  // states and secure channel are PortState's). What changes at run time
+  // (subsystems, hosts, keys) is read through view().
   const TargetConfig &config() const { return cfg_; }
   // What RAM namespaces hold of --max-ram.
   const RamBudget &ram() const { return ram_; }
@@ -92,6 +96,11 @@ public:
   // where it names none).
   void set_host_auth(const std::string &hostnqn, const HostAuthChange &change);
   void forget_host_auth(const std::string &hostnqn);
+  // The host's configured TLS PSK from now on (none: it has none); its
+  // controllers the rules no longer admit end.
+  void set_host_tls_key(const std::string &hostnqn, std::optional<tls::ConfiguredPsk> key);
+  // A port's secure channel from now on; connections already made keep theirs.
+  void set_port_tls(uint16_t port_id, TlsPort t);
   // Change an ANA group's state on a port and queue an ANA change notice for
   // every controller on that port.
   void set_ana(uint16_t port_id, uint32_t grp, AnaState st);
@@ -144,6 +153,7 @@ private:
   mutable std::shared_mutex config_mu_;
   std::map<std::string, std::shared_ptr<Subsystem>> subsystems_;
   HostAuth host_auth_;
+  TlsKeys tls_keys_;
   std::set<std::string> keyed_; // hosts with a DH-HMAC-CHAP or TLS key
   std::vector<std::unique_ptr<PortState>> ports_;
   std::map<uint16_t, PortCounters> counters_;

@@ -29,7 +29,7 @@ std::shared_ptr<Subsystem> open_subsystem(const SubsystemConfig &sc, RamBudget &
   return s;
 }
 
-PortState::PortState(PortConfig c) : cfg(std::move(c)) {
+PortState::PortState(PortConfig c) : cfg(std::move(c)), tls_(cfg.tls) {
   for (auto &a : ana_)
     a.store(AnaState::Optimized, std::memory_order_relaxed);
   for (const auto &[grp, st] : cfg.ana)

@@ -55,6 +55,10 @@ public:
   // The groups configured or changed at run time, with their states.
   std::map<uint32_t, AnaState> ana_groups() const;
   bool serves(const std::string &nqn) const;
+  // The secure channel the port asks for now: cfg.tls at start, changed by
+  // the control socket's `port tls` (a connection keeps what it met).
+  TlsPort tls() const { return tls_.load(std::memory_order_relaxed); }
+  void set_tls(TlsPort t) { tls_.store(t, std::memory_order_relaxed); }
   // Fault injection: a disabled port drops its connections and refuses new
   // ones (the listener stays bound, so hosts see resets, not timeouts).
   std::atomic<bool> disabled{false};
@@ -63,6 +67,7 @@ private:
   std::array<std::atomic<AnaState>, kMaxAnaGroups + 1> ana_; // by group id
   std::array<std::atomic<bool>, kMaxAnaGroups + 1> named_{}; // configured or set
   std::atomic<uint64_t> chgcnt_{0};
+  std::atomic<TlsPort> tls_;
 };
 
 // The controllers `s` may hold at once, and the option that says so. The

@@ -139,8 +139,10 @@ void Reactor::start(int fd, PortState &port, std::string peer) {
   c.c->io_context = &c;
   c.readable_op.conn = c.writable_op.conn = &c;
   // Not MPTCP: a TCP port's, or a TCP host's on an MPTCP port (a fallback).
-  c.plain_tcp = port.cfg.tls == TlsPort::None && !query_mptcp(fd).mptcp;
-  if (port.cfg.tls == TlsPort::None)
+  const TlsPort tls = port.tls(); // as the port is now: a later change leaves this connection alone
+  c.plain_tcp = tls == TlsPort::None && !query_mptcp(fd).mptcp;
+  c.tls = tls;
+  if (tls == TlsPort::None)
     c.stream = std::make_unique<SocketStream>(fd);
   else
     c.setup = Setup::FirstByte;

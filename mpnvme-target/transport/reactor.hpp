@@ -77,11 +77,12 @@ private:
     Life life = Life::Open;
     ReadReport read_report = ReadReport::None;
     Op readable_op{Op::Readable}, writable_op{Op::Writable};
-    std::deque<Op> file_ops;  // one per command slot that did file I/O; a deque keeps each where the ring points
-    bool readable = true;     // data may be waiting (a readiness report, or the last receive filled its buffers)
-    bool peer_done = false;   // the host shut its side: read on until the end of stream
-    bool write_armed = false; // a POLLOUT after a send that would block
-    bool plain_tcp = false;   // not MPTCP, no TLS: a lone hot one is spun on with recvmsg (serve_sockets)
+    std::deque<Op> file_ops;     // one per command slot that did file I/O; a deque keeps each where the ring points
+    bool readable = true;        // data may be waiting (a readiness report, or the last receive filled its buffers)
+    bool peer_done = false;      // the host shut its side: read on until the end of stream
+    bool write_armed = false;    // a POLLOUT after a send that would block
+    bool plain_tcp = false;      // not MPTCP, no TLS: a lone hot one is spun on with recvmsg (serve_sockets)
+    TlsPort tls = TlsPort::None; // the port's secure channel when this connection came
     bool shut() const { return life != Life::Open; }
     std::string addr; // the peer's address: what the connection budget counts
     std::chrono::steady_clock::time_point close_deadline{};

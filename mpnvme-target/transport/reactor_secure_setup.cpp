@@ -31,13 +31,15 @@ bool Reactor::secure_setup(Conn &c) {
       c.c->close(n == 0 ? "closed by the host before it sent anything" : fmt::format("receive: {}", strerror(errno)));
       return false;
     }
-    const FirstByte kind = classify_first_byte(first, port.cfg.tls);
+    const FirstByte kind = classify_first_byte(first, c.tls);
     if (kind == FirstByte::Tls) {
+      // One configuration view for the keys and the subsystems (the keys
+      // change at run time: the control socket's host tls-key).
       auto lookup = [this, &port](const std::string &identity, std::string &refusal) {
+        const ConfigView view = reg_.view();
         return psk_for_identity(
-            reg_.config().tls_keys, [&](const std::string &nqn) { return reg_.find_subsystem(nqn) && port.serves(nqn); },
-            identity, reg_.config().tls_compat, refusal,
-            [this](const std::string &id) { return reg_.generated_psks().find(id); });
+            view.tls_keys(), [&](const std::string &nqn) { return view.subsystem(nqn) && port.serves(nqn); }, identity,
+            reg_.config().tls_compat, refusal, [this](const std::string &id) { return reg_.generated_psks().find(id); });
       };
       // MPTCP sockets never take kernel TLS: no secrets kept for it, and records read ahead.
       c.handshaking = tls::TlsStream::server(c.c->fd(), lookup, {std::begin(tls::kSuites), std::end(tls::kSuites)},

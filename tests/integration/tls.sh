@@ -8,8 +8,9 @@
 # wrong PSK is refused on both sides with reasons; a plaintext host is
 # refused by a TLS-required port and a TLS host by a plaintext port, each
 # told what the other side wanted; the discovery log marks the TLS ports;
-# a blackholed path fails over and comes back through a new handshake; no
-# key appears in any log or output.
+# a blackholed path fails over and comes back through a new handshake; the
+# control socket makes a port TLS-only and gives a host its key at run
+# time, then takes both back; no key appears in any log or output.
 source "$(dirname "$0")/lib.sh"
 lab_up --paths 4 --cc cubic
 h1=nqn.2026-12.io.mpnvme:tls-host h2=nqn.2026-12.io.mpnvme:tls-other
@@ -146,7 +147,25 @@ wait "$fio_pid" && json blackhole | jq -e '[.jobs[].error] | all(. == 0)' >/dev/
   pass "blackholed TLS path: failed over, reconnected through $(($(hs) - before - 2)) new handshake(s), no I/O error" ||
   fail "blackhole over TLS: $(tail -3 "$work/blackhole.out"; jq -c '.paths[1]' "$work/blackhole.paths" 2>/dev/null; echo "handshakes $(($(hs) - before))")"
 
-for k in "$k1" "$k2" "$wrong"; do
+# At run time (the control socket): the plaintext port 10.1.1.1:4421
+# (port 5) made TLS-only and a new host's key given, then taken back.
+h3=nqn.2026-12.io.mpnvme:tls-runtime k3=$(nvme gen-tls-key --hmac=1)
+(umask 077 && echo "$k3" >"$keys/h3")
+T3=(--traddr=10.1.1.1:4421 --transport=tcp --rw=randrw --bs=16k --size=4m "${V[@]}" --hostnqn="$h3" --ctrl_loss_tmo=0)
+ctl port tls 5 required >/dev/null && ctl host tls-key "$h3" "@$keys/h3" >/dev/null || fail "ctl port tls / host tls-key"
+run_fio rt-plain "${T3[@]}" >/dev/null && fail "plaintext got through a port made TLS-only" ||
+  grep -q "plaintext connection from 10.1.1.2:[0-9]* refused: the port requires TLS" "$work/target.log" ||
+  fail "plaintext on the port made TLS-only: $(tail -2 "$work/rt-plain.log")"
+run_fio rt-tls "${T3[@]}" --tls=1 --tls_key_file="$keys/h3" >/dev/null &&
+  grep -q "identity 'NVMe1R01 $h3 $NQN " "$work/target.log" &&
+  pass "control socket: port tls 5 required and host tls-key: plaintext refused, the new host's TLS verified" ||
+  fail "run-time TLS: $(tail -2 "$work/rt-tls.log")"
+ctl host tls-key "$h3" - >/dev/null && ctl port tls 5 none >/dev/null || fail "ctl host tls-key - / port tls none"
+run_fio rt-gone "${T3[@]}" --tls=1 --tls_key_file="$keys/h3" >/dev/null && fail "TLS got through a port made plaintext again" ||
+  grep -q "TLS: the TLS handshake failed: the peer answered in plaintext NVMe/TCP" "$work/rt-gone.log" &&
+  pass "port tls 5 none: the TLS host is told the port does not use TLS" || fail "after port tls none: $(tail -2 "$work/rt-gone.log")"
+
+for k in "$k1" "$k2" "$wrong" "$k3"; do
   if grep -qF -- "${k:16:24}" "$work"/*.log "$work"/*.json "$work"/*.out; then fail "a key appears in a log or in fio's output"; break; fi
 done
 pass "no key in the target's log, the engine's logs or fio's output"
