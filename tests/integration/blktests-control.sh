@@ -104,6 +104,24 @@ ctl stats | grep -q "^port 1 tcp 10.1.1.1:4420:" && ctl stats | grep -q "^port 2
 run_fio unkeyed "${IO[@]}" >/dev/null && pass "a setup without keys leaves none from the test before" ||
   fail "unkeyed I/O after a keyed test: $(tail -3 "$work/unkeyed.log")"
 
+# TLS as nvme/062 sets it: the port TLS-only and the host's PSK given;
+# cleanup makes the port plaintext again.
+tk=$(nvme gen-tls-key --hmac=1) && (umask 077 && echo "$tk" >"$keys/tls")
+bt cleanup --subsysnqn "$subsys" >/dev/null || fail "cleanup before the TLS setup"
+bt setup --subsysnqn "$subsys" --subsys-uuid "$uuid" --hostnqn "$host" --tls required --tlskey "$tk" ||
+  fail "setup --tls required --tlskey exited $?"
+run_fio tls-plain "${IO[@]}" --ctrl_loss_tmo=0 >/dev/null && fail "plaintext got through setup --tls required"
+run_fio tls "${IO[@]}" --tls=1 --tls_key_file="$keys/tls" >/dev/null &&
+  grep -q "identity 'NVMe1R01 $host $subsys " "$work/target.log" &&
+  pass "setup --tls required --tlskey: plaintext refused, the host's TLS with that PSK verified" ||
+  fail "setup with TLS: $(tail -3 "$work/tls.log")"
+bt cleanup --subsysnqn "$subsys" >/dev/null && bt setup --subsysnqn "$subsys" --subsys-uuid "$uuid" --hostnqn "$host" ||
+  fail "cleanup and setup after TLS"
+run_fio after-tls "${IO[@]}" >/dev/null && pass "after cleanup the port is plaintext again" ||
+  fail "plaintext after the TLS test: $(tail -3 "$work/after-tls.log")"
+rc=0; bt setup --subsysnqn y --hostnqn "$host" --tls maybe 2>/dev/null || rc=$?
+((rc == 2)) && pass "--tls other than none, not-required or required is a usage error" || fail "--tls maybe: status $rc"
+
 # Refusals: the target's reason, never the key; settings by line.
 rc=0; out=$(bt setup --subsysnqn "$subsys" --subsys-uuid "$uuid" --hostnqn "$host" --hostkey "$k" 2>&1) || rc=$?
 ((rc == 1)) && grep -q "the target refused 'subsystem add $subsys .*': error: subsystem add: a subsystem of that NQN exists" <<<"$out" &&
@@ -131,7 +149,7 @@ echo "colour=blue" >>"$work/settings"
 rc=0; out=$(bt config --show-trtype 2>&1) || rc=$?
 ((rc == 1)) && grep -q "settings:7: unknown setting 'colour'" <<<"$out" && pass "an unknown setting is refused by line" ||
   fail "unknown setting: status $rc: $out"
-for secret in "$k" "$kc"; do
+for secret in "$k" "$kc" "$tk"; do
   grep -rqF -- "${secret:10:24}" "$work"/*.log "$work"/*.json && { fail "a key appears in a log or fio's output"; break; }
 done
 stop_target || fail "target exited with $?"
