@@ -55,6 +55,10 @@ tls_tool() {
   /opt/tls/$s/lib/ld-linux-x86-64.so.2 --library-path /opt/tls/$s/lib "/opt/tls/$s/bin/$b" "$@"
 }
 
+# tlshd_suite: whose tlshd suits this kernel (tls-tools.sh): Debian 13's
+# 1.0 on 6.x, unstable's 1.4 (SHA-384 PSKs too) on 7.x and later.
+tlshd_suite() { case $(uname -r) in [1-6].*) echo trixie ;; *) echo unstable ;; esac; }
+
 # tls_tools: unpack the TLS userland and start tlshd, which runs the TLS
 # handshakes of nvmet and of the kernel host with the PSKs of the .nvme
 # keyring. It logs to the console and to /tmp/tlshd.log (its priority
@@ -63,7 +67,7 @@ tls_tools() {
   mkdir -p /opt/tls && tar -C /opt/tls -xzf /files/tls-tools.tar.gz || return 1
   printf '[debug]\nloglevel=%s\ntls=%s\nnl=0\n[authenticate]\nkeyrings=.nvme\n[authenticate.client]\n[authenticate.server]\n' \
     "${TLSHD_LOGLEVEL:-1}" "${TLSHD_TLS_DEBUG:-0}" >/etc/tlshd.conf
-  tls_tool trixie tlshd -c /etc/tlshd.conf -s 2>&1 | tee /tmp/tlshd.log >/dev/console &
+  tls_tool "$(tlshd_suite)" tlshd -c /etc/tlshd.conf -s 2>&1 | tee /tmp/tlshd.log >/dev/console &
 }
 
 # tls_psk HOSTNQN SUBNQN KEY VERSION rfc|compat: nvme-cli derives the

@@ -2,8 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The TLS userland of the qemu lab's guest (bookworm has none of it):
 #   tlshd (ktls-utils 1.0, Debian 13): the TLS handshakes of the Linux host
-#     and nvmet. Not unstable's 1.4: it sets TLS_TX_MAX_PAYLOAD_LEN, which
-#     6.12 lacks, and then fails every handshake.
+#     and nvmet on 6.12 and older. Unstable's 1.4 sets TLS_TX_MAX_PAYLOAD_LEN,
+#     which 6.12 lacks, and then fails every handshake; on Debian's 7.x it
+#     is the one to use: its GnuTLS (3.8.13) computes SHA-384 PSK binders
+#     with SHA-384, where Debian 13's (3.8.9) uses SHA-256 and so fails
+#     every SHA-384 handshake with OpenSSL (the engine, mpnvme-target).
 #   nvme-cli 2.13 (Debian 13): derives the retained and TLS PSKs from a
 #     configured key as libnvme did before RFC 8446's HkdfLabel, and puts
 #     them into the kernel's .nvme keyring, as a Debian 13 host does.
@@ -17,7 +20,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 cache="$root/.deps/tls-tools"
-tarball="$cache/tls-tools.tar.gz"
+tarball="$cache/v2/tls-tools.tar.gz" # v2: unstable's tlshd too
 die() { echo "tls-tools: $*" >&2; exit 1; }
 # Guests boot side by side: one fetches, the others wait for its tarball.
 mkdir -p "$cache" && exec {lock}>"$cache/.lock" && flock "$lock"
@@ -67,10 +70,10 @@ pack() {
 }
 
 pack trixie ktls-utils:tlshd nvme-cli:nvme
-pack unstable nvme-cli:nvme
+pack unstable ktls-utils:tlshd nvme-cli:nvme
 for s in trixie unstable; do
   "$cache/pack/$s/lib/ld-linux-x86-64.so.2" --library-path "$cache/pack/$s/lib" "$cache/pack/$s/bin/nvme" version >/dev/null ||
     die "nvme-cli from $s does not run"
 done
-tar -C "$cache/pack" -czf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
+mkdir -p "${tarball%/*}" && tar -C "$cache/pack" -czf "$tarball.tmp" . && mv "$tarball.tmp" "$tarball"
 echo "$tarball"

@@ -13,8 +13,8 @@
 # LAB_ctl.
 set -uo pipefail
 tar -C /opt -xzf /opt/lab/blktests.tar.gz || exit 1
-# nvme/062 and 063 (TLS, concatenation): tlshd (ktls-utils 1.0, Debian
-# 13) for the host's and nvmet's handshakes, started here as a machine
+# nvme/062 and 063 (TLS, concatenation): tlshd (ktls-utils 1.4 of Debian
+# unstable on 7.x, 1.0 of Debian 13 before) for the host's and nvmet's handshakes, started here as a machine
 # without systemd does (blktests patch 11 takes a running tlshd), and
 # nvme-cli 2.16 with libnvme 1.16 (Debian unstable; Debian 12's 2.4 has
 # neither --concat nor the libnvme these tests ask for), each run with
@@ -22,7 +22,9 @@ tar -C /opt -xzf /opt/lab/blktests.tar.gz || exit 1
 tls_path=""
 if [[ -f /opt/lab/tls-tools.tar.gz ]]; then
   mkdir -p /opt/tls/wrap && tar -C /opt/tls -xzf /opt/lab/tls-tools.tar.gz || exit 1
-  for tool in trixie:tlshd unstable:nvme; do
+  # tlshd 1.4 on Debian's 7.x (SHA-384 PSKs: qemu-lab/tls-tools.sh), 1.0 before.
+  case $(uname -r) in [1-6].*) tlshd_suite=trixie ;; *) tlshd_suite=unstable ;; esac
+  for tool in $tlshd_suite:tlshd unstable:nvme; do
     suite=${tool%%:*} prog=${tool#*:}
     printf '#!/bin/sh\nexec /opt/tls/%s/lib/ld-linux-x86-64.so.2 --library-path /opt/tls/%s/lib /opt/tls/%s/bin/%s "$@"\n' \
       "$suite" "$suite" "$suite" "$prog" >"/opt/tls/wrap/$prog" && chmod 755 "/opt/tls/wrap/$prog"
@@ -114,6 +116,20 @@ for target in "${targets[@]}"; do
   rc=0
   if ((${#plain[@]})); then ./check -o "/tmp/results-$target" "${plain[@]/#/nvme/}" 2>&1 | cat; rc=${PIPESTATUS[0]}; fi
   if ((${#with_tls[@]})); then
+    # nvme/062 inserts a new TLS key on every run and leaves it; the host
+    # then finds several for one host and subsystem and may offer an older
+    # one, which the host's own nvmet has (the same keyring) and a remote
+    # target does not. Each target starts from an empty keyring.
+    # keyctl(2): link .nvme into this session (its keys' possessor rights
+    # allow revoking them), then revoke each PSK.
+    python3 -c 'import ctypes, sys
+keyctl = lambda *a: ctypes.CDLL(None).syscall(250, *a)
+keys = [l.split() for l in open("/proc/keys")]
+ring = [int(f[0], 16) for f in keys if f[7] == "keyring" and f[8].startswith(".nvme")]
+for r in ring: keyctl(8, r, ctypes.c_int(-3))  # KEYCTL_LINK to KEY_SPEC_SESSION_KEYRING
+live = [f[0] for f in keys if f[7] == "psk" and "R" not in f[1] and "D" not in f[1]]  # not revoked or dead yet
+left = [k for k in live if keyctl(3, int(k, 16)) != 0]  # KEYCTL_REVOKE
+left and print("blktests-run: could not revoke TLS keys", left)'
     PATH=$tls_path$PATH ./check -o "/tmp/results-$target-tls" "${with_tls[@]/#/nvme/}" 2>&1 | cat
     tls_rc=${PIPESTATUS[0]}
     ((rc)) || rc=$tls_rc

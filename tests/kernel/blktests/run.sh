@@ -10,8 +10,8 @@
 # nvme/057 asks). blktests is patched first with the series in
 # patches/ (remote-target verbs for key, hash, group, port and
 # ANA changes; the kernel-version parse of Debian's releases). Writes the
-# table test / each target / blktests' reason (blktests.md) and the
-# guest's console into OUT.
+# table test / each target / blktests' reason (blktests.md), the guest's
+# console and mpnvme-target's log into OUT.
 #   blktests/run.sh BUILD_DIR [--tests 010,041] [--targets nvmet,nvmet-remote,mpnvme-target]
 #               [--img-size 350m] [--out DIR] [--require 010,041] [--from-console FILE,...]
 #               [--minutes N]
@@ -157,6 +157,7 @@ run_guest() {
   echo "blktests $(cd "$blktests" && git describe --always 2>/dev/null || echo '(not a git checkout)') in the guest; up to $minutes min"
   follow_results $(($(tr ',' '\n' <<<"$guest_tests" | wc -l) * $(tr ',' '\n' <<<"$targets" | wc -l))) $((minutes * 60))
   log=$(console)
+  [[ $out == "$state" ]] || cp "$state/target.log" "$out/target.log" # mpnvme-target's side of the run
 }
 
 # result TARGET TEST: "passed", "failed" or "not run" (blktests' words), a

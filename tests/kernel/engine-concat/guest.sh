@@ -31,9 +31,10 @@ run() { # NAME HOST right|wrong [fio options...]
 V="--rw=randrw --bs=16k --iodepth=8 --size=8m --verify=crc32c --verify_fatal=1 --do_verify=1"
 scenario() {
   wait_until 30 tlshd grep -q 'priority string' /tmp/tlshd.log || { echo "CONCAT done"; return 1; }
-  # SHA-256 transactions: nvmet's tlshd 1.0 takes no SHA-384 PSK binders.
   run ktls sha384 right $V --tls_mode=ktls --dhchap_hash=sha256
   run user sha384 right $V --tls_mode=user --dhchap_hash=sha256
+  # SHA-384: nvmet's tlshd (1.4 on 7.x) takes SHA-384 PSK binders.
+  run sha384 sha384 right $V --tls_mode=user --dhchap_hash=sha384
   run wrong sha384 wrong --rw=read --size=1m --ctrl_loss_tmo=0
   run null sha256 right --rw=read --size=1m --ctrl_loss_tmo=0
   dmesg | grep -a 'nvmet' | tail -20 | sed 's/^/CONCAT nvmet /'

@@ -5,7 +5,8 @@
 # the engine authenticates its admin queue in plaintext asking for a
 # generated PSK, nvmet inserts the PSK it derived into its keyring, and the
 # engine's TLS queues on the PSK it derived itself get in: verified I/O
-# with the records in the kernel and in user space. A wrong key is refused
+# with the records in the kernel and in user space, and on a SHA-384
+# transaction (TLS_AES_256_GCM_SHA384). A wrong key is refused
 # by nvmet, and a host nvmet gives the NULL DH group is refused with
 # "secure channel concatenation mismatch", as nvmet refuses it.
 #   tests/kernel/engine-concat/run.sh BUILD_DIR
@@ -35,6 +36,9 @@ for mode in ktls user; do
 done
 seen "CONCAT ktls .*\\(ktls\\)" || fail "the ktls run did not hand its records to kernel TLS"
 echo "ok: engine concat=1 -> nvmet 7.2: verified randrw on nvmet's generated PSK, records in the kernel and in user space"
+seen "CONCAT sha384 rc 0" && seen "CONCAT sha384 .*transport in effect: TCP, TLS 1.3 TLS_AES_256_GCM_SHA384 \\(user-tls\\)" ||
+  fail "the engine with a SHA-384 transaction against nvmet"
+echo "ok: a SHA-384 transaction: verified over TLS_AES_256_GCM_SHA384 on the PSK nvmet generated"
 seen 'CONCAT wrong rc [1-9]' && seen "CONCAT wrong .*controller sent AUTH_Failure1 after DH-HMAC-CHAP_Reply, reason 'authentication failed'|CONCAT wrong .*the connection ended during Authentication Receive" ||
   fail "a wrong key was not refused with nvmet's reason"
 echo "ok: a wrong key is refused by nvmet"
