@@ -96,6 +96,15 @@ nvmet_tls_port() {
   ln -s "/sys/kernel/config/nvmet/subsystems/$3" "$p/subsystems/$3"
 }
 
+# mp_args: PORT and NQN from the kernel command line (mp.port=, mp.nqn=:
+# where the kernel-host tests' run.sh started mpnvme-target).
+mp_args() {
+  local kv
+  for kv in $(cat /proc/cmdline); do
+    case $kv in mp.port=*) PORT=${kv#*=} ;; mp.nqn=*) NQN=${kv#*=} ;; esac
+  done
+}
+
 # The kernel-host tests' steps against mpnvme-target on the machine
 # (10.0.2.2, port $PORT, subsystem $NQN), reported as "HOSTTEST ..." lines.
 say() { echo "HOSTTEST $*"; }

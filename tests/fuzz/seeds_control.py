@@ -28,6 +28,10 @@ lines = {
     "key": f"host key {HOST} dhchap_key={KEY} dhchap_ctrl_key={KEY} dhchap_hash=sha256 dhchap_dhgroup=null\nhost forget {HOST}",
     "key-bare": f"host key {HOST} {KEY}",
     "key-bad": f"host key {HOST} dhchap_key=DHHC-1:00:not*base64:",
+    "port-tls": "port tls 1 required\nport tls 1 optional\nport tls 1 none\nport tls 1 maybe",
+    "tls-key": f"host tls-key {HOST} NVMeTLSkey-1:01:VRLbtnN9AQb2WXW3c9+wEf/DRLz0QuLdbYvEhwtdWwNf9LrZ:\nhost tls-key {HOST} -\n"
+               f"host tls-key {HOST} -\nhost tls-key {HOST} NVMeTLSkey-1:01:not*base64:",
+    "deny-keyed": f"host key {HOST} dhchap_key={KEY}\nhost deny {SUB} {HOST}\nhost allow {SUB} {HOST}",
     "unknown": "subsystem frobnicate\nfrobnicate\nhost",
     # fuzz_control's finding: the given word "or:" redacted inside "error:"
     "status-word": "port or: port: argument 2 is not a port of this target",

@@ -4,9 +4,7 @@
 # with the secrets of /files/auth-keys.sh: unidirectional (verified write
 # and read, re-authenticated, read again), bidirectional, without a
 # secret, and with the wrong one.
-for kv in $(cat /proc/cmdline); do
-  case $kv in mp.port=*) PORT=${kv#*=} ;; mp.nqn=*) NQN=${kv#*=} ;; esac
-done
+mp_args
 . /files/auth-keys.sh
 host_of() { echo "$AUTH_HOSTS" | grep ":host-$1 "; }
 admin_authentications() { dmesg | grep -ac 'qid 0: authenticated with hash'; }

@@ -5,9 +5,7 @@
 # mpnvme-target on the machine (10.0.2.2, port mp.port): verified write and
 # read, a controller reset that generates another PSK, a SHA-384
 # transaction, and a key the target does not have.
-for kv in $(cat /proc/cmdline); do
-  case $kv in mp.port=*) PORT=${kv#*=} ;; mp.nqn=*) NQN=${kv#*=} ;; esac
-done
+mp_args
 . /files/auth-keys.sh
 tls_tools || return 1
 host_of() { echo "$AUTH_HOSTS" | grep ":host-$1 "; }

@@ -5,9 +5,7 @@
 # (RFC 8446 derivation; verified write and read), with PSKs Debian 13's
 # nvme-cli inserted (libnvme's older derivation), without TLS, and with a
 # key the target does not have.
-for kv in $(cat /proc/cmdline); do
-  case $kv in mp.port=*) PORT=${kv#*=} ;; mp.nqn=*) NQN=${kv#*=} ;; esac
-done
+mp_args
 . /files/tls-keys.sh
 tls_tools || return 1
 host_of() { echo "$TLS_HOSTS" | grep ":tls-$1 "; }
