@@ -32,7 +32,11 @@ inline std::string printable(std::string_view s, size_t max = 256) {
 
 // A name an operator gave (a subsystem NQN): well-formed UTF-8 (no overlong
 // form, no surrogate, nothing above U+10FFFF) without a space or a control
-// character, C0, DEL or C1, any of which would rewrite a terminal or a log.
+// character, C0, DEL or C1, any of which would rewrite a terminal or a log;
+// nor a bidirectional control (U+061C, U+200E, U+200F, U+202A-U+202E,
+// U+2066-U+2069), which reorders what a terminal or an editor shows of the
+// text around it ("Trojan Source", CVE-2021-42574), or U+2028/U+2029,
+// which some viewers take for a line break.
 inline bool clean_utf8_name(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     const auto c = static_cast<unsigned char>(s[i]);
@@ -51,6 +55,8 @@ inline bool clean_utf8_name(std::string_view s) {
     }
     const uint32_t lowest[] = {0, 0, 0x80, 0x800, 0x10000};
     if (cp < lowest[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f)) return false;
+    if (cp == 0x61c || cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069))
+      return false;
     i += n;
   }
   return true;

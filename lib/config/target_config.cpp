@@ -327,8 +327,10 @@ void finalize_subsystem(SubsystemConfig &s, const TargetLimits &limits) {
   // No control character or space: an NQN is logged, listed one a line by
   // the control socket, and typed by an operator.
   if (!clean_utf8_name(s.nqn))
-    throw std::invalid_argument(fmt::format(
-        "subsystem NQN '{}': not UTF-8, or control characters or spaces (an NQN is UTF-8 without them)", printable(s.nqn)));
+    throw std::invalid_argument(
+        fmt::format("subsystem NQN '{}': not UTF-8, or control characters or spaces (an NQN is UTF-8 without them, and "
+                    "without bidirectional controls)",
+                    printable(s.nqn)));
   // A key where a name belongs is refused before it is stored, listed or
   // logged as one, and the refusal does not repeat it.
   if (looks_like_secret(s.nqn)) throw std::invalid_argument("a key given where the subsystem NQN belongs");

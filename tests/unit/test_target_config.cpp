@@ -239,7 +239,17 @@ static void limits_refused(void **) {
   named.allowed_hosts = {"DHHC-1:00:c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0AAAAAA==:"};
   expect_refused<std::invalid_argument>([&] { finalize_subsystem(named, c.limits); }, "a key given where a host NQN belongs");
   named.allowed_hosts.clear();
-  for (const char *bad : {"nqn.a\xff", "nqn.a\xc2\x85", "nqn.a\xc0\xae"}) { // not UTF-8, NEL (C1), overlong '.'
+  // Not UTF-8, NEL (C1), an overlong '.', RIGHT-TO-LEFT OVERRIDE, RIGHT-TO-LEFT
+  // ISOLATE, LINE SEPARATOR, ARABIC LETTER MARK.
+  for (const char *bad : {"nqn.a\xff", "nqn.a\xc2\x85", "nqn.a\xc0\xae",
+                          "nqn.a\xe2\x80\xae"
+                          "txt.exe",
+                          "nqn.a\xe2\x81\xa7"
+                          "b",
+                          "nqn.a\xe2\x80\xa8"
+                          "b",
+                          "nqn.a\xd8\x9c"
+                          "b"}) {
     named.nqn = bad;
     expect_refused<std::invalid_argument>([&] { finalize_subsystem(named, c.limits); }, "not UTF-8, or control characters");
   }
