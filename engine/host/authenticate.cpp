@@ -62,14 +62,12 @@ struct Exchange {
 
 } // namespace
 
-bool needs_authentication(uint32_t dw0, const HostAuthConfig &cfg, const std::string &where, bool concat_admin) {
-  if ((dw0 & kConnectConcatRequired) && !concat_admin)
-    throw std::runtime_error(fmt::format("DH-HMAC-CHAP failed on {}: the controller requires secure channel concatenation "
-                                         "(TLS from the authentication), {}",
-                                         where,
-                                         where.find("admin") != std::string::npos
-                                             ? "which concat=1 asks for"
-                                             : "which only an admin queue can have (Linux refuses it on I/O queues too)"));
+bool needs_authentication(uint32_t dw0, const HostAuthConfig &cfg, const std::string &where, uint16_t qid, bool concat) {
+  if ((dw0 & kConnectConcatRequired) && (qid != 0 || !concat))
+    throw std::runtime_error(fmt::format(
+        "DH-HMAC-CHAP failed on {}: the controller requires secure channel concatenation "
+        "(TLS from the authentication), {}",
+        where, qid == 0 ? "which concat=1 asks for" : "which only an admin queue can have (Linux refuses it on I/O queues too)"));
   if (dw0 & (kConnectAuthRequired | kConnectConcatRequired)) {
     if (!cfg.secret)
       throw std::runtime_error(fmt::format("{}: the controller requires DH-HMAC-CHAP authentication: set dhchap_secret= "

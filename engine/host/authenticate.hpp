@@ -16,9 +16,10 @@ namespace mpnvme::host {
 // Whether the queue must authenticate: the controller asked (Connect's
 // AUTHREQ), or the host wants the controller proven (a controller secret).
 // Throws when the controller asks and no secret is configured, or asks for
-// secure channel concatenation where the host does not (`concat_admin`:
-// the admin queue of a host with concat=1; Linux refuses it on I/O queues).
-bool needs_authentication(uint32_t connect_dw0, const dhchap::HostAuthConfig &cfg, const std::string &where, bool concat_admin);
+// secure channel concatenation where the host does not: on an I/O queue
+// (Linux refuses it there), or on the admin queue of a host without concat=1.
+bool needs_authentication(uint32_t connect_dw0, const dhchap::HostAuthConfig &cfg, const std::string &where, uint16_t qid,
+                          bool concat);
 
 // The transaction on `ch`, asking for secure channel concatenation `sc`.
 // Returns the TLS PSK and identity the transaction generated (with `sc`,

@@ -179,7 +179,7 @@ void HostController::fabric_connect(Channel &ch, uint16_t qid, uint16_t sqsize, 
   // after every reconnect (a new connection is a new queue).
   const std::string where = qid == 0 ? fmt::format("{} admin queue", label_) : fmt::format("{} I/O queue {}", label_, qid);
   const bool concat_admin = cfg_.tls.concat && qid == 0;
-  if (needs_authentication(r.dw0, cfg_.auth, where, concat_admin)) {
+  if (needs_authentication(r.dw0, cfg_.auth, where, qid, cfg_.tls.concat)) {
     // An admin queue on a generated PSK that must authenticate again asks
     // for a new PSK in place of it, as Linux does.
     const auto sc = !concat_admin ? dhchap::SecureChannel::None

@@ -76,12 +76,9 @@ void ControllerTransaction::negotiate(std::span<const uint8_t> msg) {
   if (const std::string why = concat_refusal(); !why.empty()) return set_failure(Failure::ConcatMismatch, why);
   // Concatenation needs a session key (no NULL group) and a TLS suite for
   // the hash (no SHA-512): pick among the rest.
-  std::vector<Hash> hashes = cfg_.hashes;
-  std::vector<DhGroup> groups = cfg_.groups;
-  if (sc_ != SecureChannel::None) {
-    std::erase(hashes, Hash::Sha512);
-    std::erase(groups, DhGroup::Null);
-  }
+  const bool concat = sc_ != SecureChannel::None;
+  const std::vector<Hash> hashes = concat ? concat_usable(cfg_.hashes) : cfg_.hashes;
+  const std::vector<DhGroup> groups = concat ? concat_usable(cfg_.groups) : cfg_.groups;
   const char *with = sc_ != SecureChannel::None ? " usable with secure channel concatenation" : "";
   const auto hash = first_offered(hashes, n.hashes);
   if (!hash) return set_failure(Failure::HashUnusable, fmt::format("the host offers none of the allowed hash functions{}", with));

@@ -25,15 +25,11 @@ HostTransaction::HostTransaction(const HostAuthConfig &cfg, std::string hostnqn,
 }
 
 std::vector<Hash> HostTransaction::offered_hashes() const {
-  std::vector<Hash> v = cfg_.hashes;
-  if (sc_ != SecureChannel::None) std::erase(v, Hash::Sha512); // no TLS cipher suite for it
-  return v;
+  return sc_ != SecureChannel::None ? concat_usable(cfg_.hashes) : cfg_.hashes;
 }
 
 std::vector<DhGroup> HostTransaction::offered_groups() const {
-  std::vector<DhGroup> v = cfg_.groups;
-  if (sc_ != SecureChannel::None) std::erase(v, DhGroup::Null); // no session key to generate a PSK from
-  return v;
+  return sc_ != SecureChannel::None ? concat_usable(cfg_.groups) : cfg_.groups;
 }
 
 std::vector<uint8_t> HostTransaction::negotiate() const {

@@ -72,6 +72,16 @@ SecretBytes response(Hash h, const SecretBytes &key, const SecretBytes &challeng
 
 } // namespace
 
+std::vector<Hash> concat_usable(std::vector<Hash> hashes) {
+  std::erase(hashes, Hash::Sha512);
+  return hashes;
+}
+
+std::vector<DhGroup> concat_usable(std::vector<DhGroup> groups) {
+  std::erase(groups, DhGroup::Null);
+  return groups;
+}
+
 std::string secure_channel_name(uint8_t sc_c) {
   switch (static_cast<SecureChannel>(sc_c)) {
   case SecureChannel::None: return "none";

@@ -28,6 +28,11 @@ constexpr uint32_t kConnectAuthRequired = 1u << 17, kConnectConcatRequired = 1u 
 // Sc (a secure channel without a PSK) Linux refuses, and so does mpnvme.
 enum class SecureChannel : uint8_t { None = 0x00, Sc = 0x01, NewTlsPsk = 0x02, ReplaceTlsPsk = 0x03 };
 std::string secure_channel_name(uint8_t sc_c); // "none", "NEWTLSPSK", ...
+// What concatenation can use of a list: hashes with a TLS 1.3 suite (not
+// SHA-512) and DH groups with a session key (not NULL). Both sides and the
+// engine's options filter through these.
+std::vector<Hash> concat_usable(std::vector<Hash> hashes);
+std::vector<DhGroup> concat_usable(std::vector<DhGroup> groups);
 // The largest message either side sends or accepts (the Linux host's
 // buffer; an 8192-bit group's reply is 1.2 KiB).
 constexpr size_t kMaxMessage = 4096;

@@ -442,6 +442,12 @@ void combine_auth(Draft &d) {
 // concat=1: what Linux refuses with --concat (tls, a TLS key, no
 // DH-HMAC-CHAP secret), and what would leave the transaction nothing to
 // generate a TLS PSK from.
+// Kernel TLS over MPTCP: refused for configured and generated PSKs alike.
+void check_tls_mode(const Draft &d) {
+  if (d.e.tls.mode == tls::Mode::Kernel && d.e.transport == Transport::Mptcp)
+    throw std::invalid_argument("tls_mode=ktls: MPTCP sockets do not take kernel TLS (tls_mode=user or auto, or transport=tcp)");
+}
+
 void check_concat(const Draft &d) {
   if (d.e.tls.enabled)
     throw std::invalid_argument("concat=1 and tls=1: concatenation generates the TLS PSK, tls=1 takes a configured one; "
@@ -457,21 +463,19 @@ void check_concat(const Draft &d) {
     throw std::invalid_argument("dhchap_ctrl_secret with concat=1: under concatenation the host sends S2 = 0 and the "
                                 "controller answers no challenge (as between Linux hosts and nvmet), so the controller "
                                 "secret would prove nothing; drop it");
-  if (std::all_of(d.e.auth.groups.begin(), d.e.auth.groups.end(), [](dhchap::DhGroup g) { return g == dhchap::DhGroup::Null; }))
+  if (dhchap::concat_usable(d.e.auth.groups).empty())
     throw std::invalid_argument("dhchap_dhgroup: concat=1 needs a DH group other than null (its session key makes the PSK)");
-  bool hash_left = false;
-  for (dhchap::Hash h : d.e.auth.hashes) {
-    if (h == dhchap::Hash::Sha512) continue; // no TLS suite: not offered with concat=1
+  const std::vector<dhchap::Hash> hashes = dhchap::concat_usable(d.e.auth.hashes); // what concat=1 offers
+  if (hashes.empty())
+    throw std::invalid_argument("dhchap_hash: concat=1 needs sha256 or sha384 (TLS 1.3 has no suite for SHA-512)");
+  for (dhchap::Hash h : hashes) {
     const auto suite = static_cast<tls::PskHash>(h);
     if (std::find(d.e.tls.suites.begin(), d.e.tls.suites.end(), suite) == d.e.tls.suites.end())
       throw std::invalid_argument(fmt::format("tls_ciphers: leaves out {}, which the PSK of a {} transaction needs (dhchap_hash= "
                                               "without it offers it not)",
                                               tls::cipher_suite(suite), dhchap::hash_name(h)));
-    hash_left = true;
   }
-  if (!hash_left) throw std::invalid_argument("dhchap_hash: concat=1 needs sha256 or sha384 (TLS 1.3 has no suite for SHA-512)");
-  if (d.e.tls.mode == tls::Mode::Kernel && d.e.transport == Transport::Mptcp)
-    throw std::invalid_argument("tls_mode=ktls: MPTCP sockets do not take kernel TLS (tls_mode=user or auto, or transport=tcp)");
+  check_tls_mode(d);
 }
 
 void combine_tls(Draft &d) {
@@ -489,8 +493,7 @@ void combine_tls(Draft &d) {
   if (!d.e.tls.key)
     throw std::invalid_argument("tls=1: needs tls_key= or tls_key_file= (the configured PSK, NVMeTLSkey-1:NN:BASE64: as "
                                 "nvme gen-tls-key prints it)");
-  if (d.e.tls.mode == tls::Mode::Kernel && d.e.transport == Transport::Mptcp)
-    throw std::invalid_argument("tls_mode=ktls: MPTCP sockets do not take kernel TLS (tls_mode=user or auto, or transport=tcp)");
+  check_tls_mode(d);
   const auto id = tls::parse_identity(d.e.tls.identity);
   const tls::PskHash h = id ? id->hash : tls::psk_hash(*d.e.tls.key);
   if (std::find(d.e.tls.suites.begin(), d.e.tls.suites.end(), h) == d.e.tls.suites.end())

@@ -140,32 +140,32 @@ SecretBytes traffic_key(PskHash h, const SecretBytes &secret, const std::string 
   return expand_label(h, secret, label, "", false, length, false);
 }
 
-OfferedPsk host_psk(const ConfiguredPsk &k, const std::string &hostnqn, const std::string &subnqn, unsigned version,
-                    bool compat) {
+namespace {
+// The identity of an input PSK (retained, or generated) and its TLS PSK.
+OfferedPsk offer(PskHash h, const SecretBytes &input, const std::string &hostnqn, const std::string &subnqn, unsigned version,
+                 bool generated, bool compat) {
   OfferedPsk o;
-  const SecretBytes retained = retained_psk(k, hostnqn, compat);
   o.identity.version = version;
-  o.identity.hash = psk_hash(k);
+  o.identity.generated = generated;
+  o.identity.hash = h;
   o.identity.hostnqn = hostnqn;
   o.identity.subnqn = subnqn;
-  if (version == 1) o.identity.digest = psk_digest(o.identity.hash, retained, hostnqn, subnqn);
-  o.psk = derive_tls_psk(retained, o.identity, compat);
+  if (version == 1) o.identity.digest = psk_digest(h, input, hostnqn, subnqn);
+  o.psk = derive_tls_psk(input, o.identity, compat);
   return o;
+}
+} // namespace
+
+OfferedPsk host_psk(const ConfiguredPsk &k, const std::string &hostnqn, const std::string &subnqn, unsigned version,
+                    bool compat) {
+  return offer(psk_hash(k), retained_psk(k, hostnqn, compat), hostnqn, subnqn, version, false, compat);
 }
 
 OfferedPsk generated_offer(dhchap::Hash h, const SecretBytes &generated, const std::string &hostnqn, const std::string &subnqn) {
   if (h != dhchap::Hash::Sha256 && h != dhchap::Hash::Sha384)
     throw std::invalid_argument(
         fmt::format("no TLS PSK from a {} transaction: TLS 1.3 has suites for SHA-256 and SHA-384 only", dhchap::hash_name(h)));
-  OfferedPsk o;
-  o.identity.version = 1;
-  o.identity.generated = true;
-  o.identity.hash = static_cast<PskHash>(h);
-  o.identity.hostnqn = hostnqn;
-  o.identity.subnqn = subnqn;
-  o.identity.digest = psk_digest(o.identity.hash, generated, hostnqn, subnqn);
-  o.psk = derive_tls_psk(generated, o.identity);
-  return o;
+  return offer(static_cast<PskHash>(h), generated, hostnqn, subnqn, 1, true, false);
 }
 
 } // namespace mpnvme::tls

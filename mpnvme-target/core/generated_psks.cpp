@@ -5,6 +5,10 @@ namespace mpnvme::target {
 
 uint64_t GeneratedPsks::epoch(const std::string &hostnqn) const {
   std::lock_guard lk(mu_);
+  return epoch_locked(hostnqn);
+}
+
+uint64_t GeneratedPsks::epoch_locked(const std::string &hostnqn) const {
   const auto it = epochs_.find(hostnqn);
   return it == epochs_.end() ? 0 : it->second;
 }
@@ -12,7 +16,7 @@ uint64_t GeneratedPsks::epoch(const std::string &hostnqn) const {
 bool GeneratedPsks::insert(const tls::OfferedPsk &o, uint64_t epoch) {
   const std::string identity = tls::to_string(o.identity);
   std::lock_guard lk(mu_);
-  if (const auto e = epochs_.find(o.identity.hostnqn); (e == epochs_.end() ? 0 : e->second) != epoch) return false;
+  if (epoch_locked(o.identity.hostnqn) != epoch) return false;
   if (!by_identity_.insert_or_assign(identity, tls::ServerPsk{o.psk, o.identity.hash}).second) return true; // the same key again
   auto &order = newest_[{o.identity.hostnqn, o.identity.subnqn}];
   order.push_back(identity);

@@ -37,6 +37,7 @@ public:
   size_t size() const;
 
 private:
+  uint64_t epoch_locked(const std::string &hostnqn) const;
   mutable std::mutex mu_;
   std::map<std::string, uint64_t> epochs_; // hosts whose keys changed at least once
   std::map<std::string, tls::ServerPsk> by_identity_;
