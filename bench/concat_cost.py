@@ -81,7 +81,9 @@ def _one(transport, mode, keys, plain, secure, work):
 
 def run(runs, work, smoke=False):
     keys = _keys(work)
-    res = {"runs": runs, "rows": {}}
+    with open("/proc/sys/net/ipv4/tcp_congestion_control") as f:
+        cc = f.read().strip()
+    res = {"runs": runs, "cc": cc, "rows": {}}
     for transport in ("tcp", "mptcp"):
         target, plain, secure = _target(transport, keys, work)
         try:
@@ -99,7 +101,9 @@ def run(runs, work, smoke=False):
 
 def report(res):
     lines = ["Connect-time cost on loopback (one fio job, 4 I/O queues, 16 KiB read; SHA-256, ffdhe2048; TLS records in "
-             f"user space; medians of {res['runs']} runs in turns (min..max); ratios to DH-HMAC-CHAP of the same transport).",
+             f"user space; congestion control {res.get('cc', '?')}; no warm-up: each run connects afresh; medians of "
+             f"{res['runs']} runs in turns (min..max); ratios to DH-HMAC-CHAP of the same transport, the plaintext row "
+             "the floor without authentication).",
              "", "| transport | mode | association ms | x DH-HMAC-CHAP | fio wall ms | x DH-HMAC-CHAP |",
              "|---|---|---|---|---|---|"]
     for transport, rows in res["rows"].items():
