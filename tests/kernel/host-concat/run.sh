@@ -57,7 +57,7 @@ echo "ok: a controller reset generated another PSK (key $key1 -> $key2) and the 
 # it on the host's side (EACCES), and only then may the data not be read.
 id384=$(grep -o "TLS PSK generated for identity 'NVMe1G02 $h384 $nqn [^']*'" "$state/target.log" | head -1 | cut -d"'" -f2)
 grep -q "host $h384 authenticated (hmac(sha384), DH group ffdhe[0-9]*, secure channel NEWTLSPSK)" "$state/target.log" &&
-  [[ -n $id384 ]] && console | grep -aqF "Using psk identity $id384" ||
+  [[ -n $id384 ]] && grep -aqF "Using psk identity $id384" <<<"$(console)" ||
   fail "the SHA-384 transaction: no matching generated identity (target '$id384'; $(console | grep -a 'Using psk identity NVMe1G02'))"
 if seen "HOSTTEST sha384 md5 $expected" &&
   grep -q "TLS 1.3 TLS_AES_256_GCM_SHA384 (records in user space), identity '$id384'" "$state/target.log"; then

@@ -74,7 +74,7 @@ if ((kv >= 611)); then
   counted "$a" "$b" && ((a + b > 1000)) && echo "ok: queue-depth carries the reads ($a/$b per path)" ||
     fail "queue-depth: reads not counted (${a:-none}/${b:-none})"
 else
-  console | grep -aq 'refused: .*queue-depth policy needs Linux 6.11' && echo "ok: queue-depth refused before Linux 6.11, saying so" ||
+  seen 'refused: .*queue-depth policy needs Linux 6.11' && echo "ok: queue-depth refused before Linux 6.11, saying so" ||
     fail "queue-depth was not refused on Linux $kv"
 fi
 read -r a b <<<"$(split round-robin)"
