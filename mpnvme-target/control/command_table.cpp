@@ -18,20 +18,29 @@ namespace mpnvme::target {
 
 namespace {
 
-std::vector<const ControlCommand *> all_commands() {
-  std::vector<const ControlCommand *> out;
-  for (const auto *set : {&runtime_commands(), &config_commands()})
-    for (const ControlCommand &c : *set)
-      out.push_back(&c);
-  return out;
+// In table order, which is the order a line's verb is matched in.
+const std::vector<const ControlCommand *> &all_commands() {
+  static const std::vector<const ControlCommand *> table = [] {
+    std::vector<const ControlCommand *> out;
+    for (const auto *set : {&runtime_commands(), &config_commands()})
+      for (const ControlCommand &c : *set)
+        out.push_back(&c);
+    return out;
+  }();
+  return table;
 }
 
-std::string help() {
-  std::string out = "ok\n";
-  for (const ControlCommand *c : all_commands())
-    out += fmt::format("{}{}{}\n    {}\n", c->verb, *c->usage ? " " : "", c->usage, c->help);
-  out += "help\n    this list\n";
-  return out;
+// Built once: the table is fixed at compile time, and an empty line (a
+// client's bare Enter) asks for it too, so a burst of them must stay cheap.
+const std::string &help() {
+  static const std::string text = [] {
+    std::string out = "ok\n";
+    for (const ControlCommand *c : all_commands())
+      out += fmt::format("{}{}{}\n    {}\n", c->verb, *c->usage ? " " : "", c->usage, c->help);
+    out += "help\n    this list\n";
+    return out;
+  }();
+  return text;
 }
 
 // A piece that reads as a name ("ram", "uuid", "dhchap_key",
