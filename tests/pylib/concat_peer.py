@@ -14,9 +14,9 @@ import socket
 import struct
 import subprocess
 
+from concat_kdf import derive
 from nvmetcp import capsule, connect, icreq, sqe
 
-HASHES = {1: hashlib.sha256, 2: hashlib.sha384}
 # RFC 7919 ffdhe2048, generator 2.
 FFDHE2048 = int(
     "FFFFFFFFFFFFFFFFADF85458A2BB4A9AAFDC5620273D3CF1D8B9C583CE2D3695A9E13641146433FBCC939DCE249B3EF97D2FE363630C75D8F6"
@@ -171,10 +171,5 @@ class Transaction:
 
     def generated(self, hostnqn, subnqn):
         """The identity and the TLS PSK of this transaction's generated PSK."""
-        gen = hmac.new(self.ks, self.c1 + self.c2, hashlib.sha256).digest()
-        digest = base64.b64encode(hmac.new(gen, hostnqn + b" " + subnqn + b" NVMe-over-Fabrics",
-                                           hashlib.sha256).digest()).decode()
-        prk = hmac.new(bytes(32), gen, hashlib.sha256).digest()
-        label, ctx = b"tls13 nvme-tls-psk", f"01 {digest}".encode()
-        info = struct.pack(">H", 32) + bytes([len(label)]) + label + bytes([len(ctx)]) + ctx
-        return f"NVMe1G01 {hostnqn.decode()} {subnqn.decode()} {digest}", hmac.new(prk, info + b"\x01", hashlib.sha256).digest()
+        _, identity, tls = derive(1, self.ks, self.c1, self.c2, hostnqn.decode(), subnqn.decode())
+        return identity, tls
