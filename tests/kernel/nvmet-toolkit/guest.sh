@@ -21,6 +21,10 @@ expect_fail() { # TEXT CMD...: the command fails and says TEXT
   out=$(echo "$out" | tr "\n" " ")
   case $out in *"$want"*) ok "refused: $out" ;; *) bad "'$*' failed without '$want': $out" ;; esac
 }
+listening() { # PORT: a socket listens on PORT (IPv4 or IPv6), by /proc/net
+  cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+    awk -v p="$(printf ':%04X' "$1")" '$2 ~ p"$" && $4 == "0A" { f = 1 } END { exit !f }'
+}
 connect_reads() { # JOB WHAT: connect --job, read through its device, disconnect
   if out=$($NV connect --job $1 2>&1); then
     cdev=$(echo "$out" | sed -n 's/^device //p')
@@ -76,7 +80,8 @@ tk() {
   # Errors of the kernel target, explained, and rolled back.
   nc -l -p 4425 </dev/null >/dev/null 2>&1 &
   ncpid=$!
-  sleep 0.3
+  for _ in $(seq 50); do listening 4425 && break; sleep 0.1; done
+  listening 4425 || bad "nc never listened on port 4425"
   sed 's/${MPNVME_PORT2}/4425/; s/nvmet-lab/busy-port/' $JOB > /tmp/busy.fio
   expect_fail "Address already in use" $NV apply --job /tmp/busy.fio
   kill $ncpid
