@@ -109,7 +109,16 @@ pair() {
   v=$(passed $rc "$name-blackhole") && ok "$name: path 2 blackholed for 4 s: 0 I/O errors, verify passed ($v bytes)"
   # The fault as a network makes it: the senders' own timers saw it.
   ((drops > 0 && timeouts > 0)) && ok "$name: the blackhole dropped $drops packets, the senders timed out $timeouts times" ||
-    bad "$name: blackhole: $drops drops, $timeouts retransmission timeouts; $($LAB counters 2>&1 | tr '\n' ' ')"
+    bad "$name: blackhole: $drops drops, $timeouts retransmission timeouts; $($LAB counters 2>&1 | tr '\n' ' ')" \
+      "$(engine_paths "$name-blackhole")"
+}
+
+# engine_paths NAME: what the engine's paths did in run NAME (commands,
+# state, seconds down, subflows), so that a fault that found no traffic
+# says whether the engine sent any on that path.
+engine_paths() {
+  [[ -s /tmp/$1.paths ]] || return 0
+  echo "engine paths: $(jq -r '.paths[] | "\(.path) qid \(.qid) \(.commands) commands \(.state) down \(.down_s) s \(.subflows) subflows;"' "/tmp/$1.paths" | tr '\n' ' ')"
 }
 
 # discovery NAME PORT: nvme-cli (unstable's) reads the discovery log of
