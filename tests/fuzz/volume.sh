@@ -19,6 +19,15 @@ src=$1 out=$2 secs=$3 runs=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 fuzzers=(target_pdus:seeds.py host_queue:seeds_host.py dhchap:seeds_dhchap.py tls_server:seeds_tls.py
   control:seeds_control.py reservations:seeds_reservations.py)
+# The longest input each fuzzer is given. A PDU stream, an authentication
+# exchange or a TLS flight is bounded by its format (64 KiB covers the
+# largest). The two that read a sequence of commands are not: libFuzzer
+# lets their inputs grow for as long as it runs, and each costs time
+# linearly (fuzz_control reached 12 KB of lines and 530 executions/s per
+# job, fuzz_reservations 22 KB and 1000/s). 4 KiB is about 60 control
+# lines, beyond the 4 subsystems and 8 namespaces its registry holds;
+# 1 KiB is 256 reservation commands among 4 hosts and 4 keys.
+declare -A max_len=([control]=4096 [reservations]=1024)
 cmake -S "$src" -B "$out" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DMPNVME_FUZZ=ON >/dev/null || exit 1
 targets=("${fuzzers[@]%%:*}")
@@ -26,7 +35,7 @@ cmake --build "$out" -j"$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null ||
 out=$(cd "$out" && pwd) # the fuzzers run from their log directories
 jobs=$(nproc)
 found=0
-printf '| fuzzer | seconds | executions | executions/s | cov | ft | corpus | findings |\n|---|---|---|---|---|---|---|---|\n'
+printf '| fuzzer | max input | seconds | executions | executions/s | cov | ft | corpus | findings |\n|---|---|---|---|---|---|---|---|---|\n'
 for f in "${fuzzers[@]}"; do
   [[ -z ${FUZZERS:-} || " $FUZZERS " == *" ${f%%:*} "* ]] || continue
   name=fuzz_${f%%:*} seeds=$here/${f#*:}
@@ -38,7 +47,7 @@ for f in "${fuzzers[@]}"; do
   # -jobs: one process per CPU, each for SECONDS (or RUNS / jobs
   # executions), merging into one corpus; the seeds are read, not written.
   (cd "$work/logs" && "$out/tests/fuzz/$name" -jobs="$jobs" -workers="$jobs" -max_total_time="$secs" \
-    ${runs:+-runs=$(((runs + jobs - 1) / jobs))} -max_len=65536 -rss_limit_mb=2048 -print_final_stats=1 \
+    ${runs:+-runs=$(((runs + jobs - 1) / jobs))} -max_len="${max_len[${f%%:*}]:-65536}" -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$work/" "$work/corpus" "$work/seeds" >/dev/null 2>&1)
   took=$((SECONDS - start))
   execs=$(cat "$work"/logs/fuzz-*.log 2>/dev/null | awk '/stat::number_of_executed_units/ { s += $2 } END { print s + 0 }')
@@ -49,7 +58,7 @@ for f in "${fuzzers[@]}"; do
   ft=$(cat "$work"/logs/fuzz-*.log 2>/dev/null | grep -o 'ft: [0-9]*' | awk '{ if ($2 > m) m = $2 } END { print m + 0 }')
   findings=$(find "$work" -maxdepth 1 \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
   ((findings)) && found=1
-  printf '| %s | %d | %d | %d | %d | %d | %d | %s |\n' "$name" "$took" "$execs" "$((execs / (took > 0 ? took : 1)))" \
+  printf '| %s | %d | %d | %d | %d | %d | %d | %d | %s |\n' "$name" "${max_len[${f%%:*}]:-65536}" "$took" "$execs" "$((execs / (took > 0 ? took : 1)))" \
     "$cov" "$ft" "$(find "$work/corpus" -type f | wc -l)" "$( ((findings)) && echo "**$findings** in $work" || echo 0)"
 done
 ((found)) && { echo "FAIL: a fuzzer found a problem; the reproducers are beside its corpus"; exit 1; }
