@@ -38,7 +38,7 @@ found=0
 printf '| fuzzer | max input | seconds | executions | executions/s | cov | ft | corpus | findings |\n|---|---|---|---|---|---|---|---|---|\n'
 for f in "${fuzzers[@]}"; do
   [[ -z ${FUZZERS:-} || " $FUZZERS " == *" ${f%%:*} "* ]] || continue
-  name=fuzz_${f%%:*} seeds=$here/${f#*:}
+  name=fuzz_${f%%:*} seeds=$here/${f#*:} limit=${max_len[${f%%:*}]:-65536}
   work=$out/volume/$name
   mkdir -p "$work/corpus" "$work/seeds" "$work/logs"
   python3 "$seeds" "$work/seeds" >/dev/null
@@ -47,7 +47,7 @@ for f in "${fuzzers[@]}"; do
   # -jobs: one process per CPU, each for SECONDS (or RUNS / jobs
   # executions), merging into one corpus; the seeds are read, not written.
   (cd "$work/logs" && "$out/tests/fuzz/$name" -jobs="$jobs" -workers="$jobs" -max_total_time="$secs" \
-    ${runs:+-runs=$(((runs + jobs - 1) / jobs))} -max_len="${max_len[${f%%:*}]:-65536}" -rss_limit_mb=2048 -print_final_stats=1 \
+    ${runs:+-runs=$(((runs + jobs - 1) / jobs))} -max_len="$limit" -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$work/" "$work/corpus" "$work/seeds" >/dev/null 2>&1)
   took=$((SECONDS - start))
   execs=$(cat "$work"/logs/fuzz-*.log 2>/dev/null | awk '/stat::number_of_executed_units/ { s += $2 } END { print s + 0 }')
@@ -58,7 +58,7 @@ for f in "${fuzzers[@]}"; do
   ft=$(cat "$work"/logs/fuzz-*.log 2>/dev/null | grep -o 'ft: [0-9]*' | awk '{ if ($2 > m) m = $2 } END { print m + 0 }')
   findings=$(find "$work" -maxdepth 1 \( -name 'crash-*' -o -name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \) | wc -l)
   ((findings)) && found=1
-  printf '| %s | %d | %d | %d | %d | %d | %d | %d | %s |\n' "$name" "${max_len[${f%%:*}]:-65536}" "$took" "$execs" "$((execs / (took > 0 ? took : 1)))" \
+  printf '| %s | %d | %d | %d | %d | %d | %d | %d | %s |\n' "$name" "$limit" "$took" "$execs" "$((execs / (took > 0 ? took : 1)))" \
     "$cov" "$ft" "$(find "$work/corpus" -type f | wc -l)" "$( ((findings)) && echo "**$findings** in $work" || echo 0)"
 done
 ((found)) && { echo "FAIL: a fuzzer found a problem; the reproducers are beside its corpus"; exit 1; }
