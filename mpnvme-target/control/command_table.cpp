@@ -5,6 +5,7 @@
 // instead (a key pasted in the wrong place cannot come back in an error, a
 // log of replies cannot leak one).
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <fmt/format.h>
 #include <map>
@@ -95,21 +96,28 @@ std::string redact(const std::string &reply, const std::vector<std::string> &wor
   }
   std::vector<std::pair<std::string, std::string>> values(parts.begin(), parts.end());
   std::sort(values.begin(), values.end(), [](const auto &a, const auto &b) { return a.first.size() > b.first.size(); });
+  // The parts by their first byte, longest first as above: a position of
+  // the reply is tried against the parts that can start there, so a long
+  // reply to many words costs its length, not its length times the parts.
+  std::array<std::vector<const std::pair<std::string, std::string> *>, 256> by_first;
+  for (const auto &v : values)
+    by_first[static_cast<unsigned char>(v.first[0])].push_back(&v);
   // The status word stays as it is: a given word ("or:") must not turn
   // "error:" into something a client cannot read as a refusal.
   const size_t status = reply.rfind("error:", 0) == 0 ? 6 : reply.rfind("ok", 0) == 0 ? 2 : 0;
   std::string out = reply.substr(0, status);
   for (size_t at = status; at < reply.size();) {
     const auto alnum = [&](size_t i) { return i < reply.size() && std::isalnum(static_cast<unsigned char>(reply[i])); };
-    const auto hit = std::find_if(values.begin(), values.end(), [&](const auto &v) {
-      if (reply.compare(at, v.first.size(), v.first) != 0) return false;
-      return v.first.size() >= 16 || (!(at > status && alnum(at - 1)) && !alnum(at + v.first.size()));
+    const auto &candidates = by_first[static_cast<unsigned char>(reply[at])];
+    const auto hit = std::find_if(candidates.begin(), candidates.end(), [&](const auto *v) {
+      if (reply.compare(at, v->first.size(), v->first) != 0) return false;
+      return v->first.size() >= 16 || (!(at > status && alnum(at - 1)) && !alnum(at + v->first.size()));
     });
-    if (hit == values.end()) {
+    if (hit == candidates.end()) {
       out += reply[at++];
     } else {
-      out += hit->second;
-      at += hit->first.size();
+      out += (*hit)->second;
+      at += (*hit)->first.size();
     }
   }
   return out;
