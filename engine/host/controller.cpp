@@ -39,6 +39,7 @@ std::unique_ptr<Channel> IoAttachment::take(uint32_t &generation) {
 void IoAttachment::hand_over(std::unique_ptr<Channel> ch, uint32_t generation) {
   {
     std::lock_guard lk(mu_);
+    if (generation < ready_generation_) return;
     ready_ = std::move(ch);
     ready_generation_ = generation;
     has_.store(true, std::memory_order_release);
@@ -94,7 +95,8 @@ static std::string socket_option_hint(SocketStep step, const SocketSettings &s) 
   }
 }
 
-std::unique_ptr<Channel> HostController::open_channel(uint16_t qid, uint16_t slots) {
+std::unique_ptr<Channel> HostController::open_channel(uint16_t qid, uint16_t slots,
+                                                      const std::optional<tls::Offer> &generated) const {
   SocketSettings s = cfg_.socket;
   s.priority = cfg_.sk_priority.for_queue(qid);
   s.tos = cfg_.tos.for_queue(qid);
@@ -116,12 +118,12 @@ std::unique_ptr<Channel> HostController::open_channel(uint16_t qid, uint16_t slo
   auto ch = std::make_unique<Channel>(std::move(fd), std::move(p));
   // With concat=1 every queue but the first admin queue of an association
   // runs TLS on the PSK that one generated.
-  if (cfg_.tls.enabled || generated_) {
+  if (cfg_.tls.enabled || generated) {
     try {
-      const tls::Offer offer = generated_ ? *generated_ : tls::host_offer(cfg_.tls, cfg_.host.hostnqn, cfg_.subnqn);
+      const tls::Offer offer = generated ? *generated : tls::host_offer(cfg_.tls, cfg_.host.hostnqn, cfg_.subnqn);
       ch->set_stream(start_tls(ch->fd(), cfg_.socket.transport, cfg_.tls.mode, offer, Clock::now() + cfg_.admin_timeout));
     } catch (const std::exception &e) {
-      throw std::runtime_error(fmt::format("{} qid {}: TLS{}: {}", label_, qid, generated_ ? " (generated PSK)" : "", e.what()));
+      throw std::runtime_error(fmt::format("{} qid {}: TLS{}: {}", label_, qid, generated ? " (generated PSK)" : "", e.what()));
     }
   }
   try {
@@ -130,7 +132,7 @@ std::unique_ptr<Channel> HostController::open_channel(uint16_t qid, uint16_t slo
     // nvmet closes a plaintext connection to a port that requires TLS.
     const bool closed = ch->queue().failure().find("closed by the controller") != std::string::npos;
     throw std::runtime_error(fmt::format("{} qid {}: connection setup (ICReq): {}{}", label_, qid, e.what(),
-                                         closed && !cfg_.tls.enabled && !generated_
+                                         closed && !cfg_.tls.enabled && !generated
                                              ? " (a port that requires TLS closes plaintext connections: tls=1 with the "
                                                "target's PSK?)"
                                              : ""));
@@ -141,11 +143,13 @@ std::unique_ptr<Channel> HostController::open_channel(uint16_t qid, uint16_t slo
   return ch;
 }
 
-void HostController::fabric_connect(Channel &ch, uint16_t qid, uint16_t sqsize, uint8_t cattr, uint32_t kato) {
+// Fabrics Connect; a refusal throws naming the field the target rejected.
+Completion HostController::send_connect(Channel &ch, uint16_t qid, uint16_t sqsize, uint8_t cattr, uint32_t kato,
+                                        uint16_t cntlid) const {
   uint8_t data[nvme::kConnectDataLen];
   nvme::ConnectData cd;
   cd.hostid = cfg_.host.hostid;
-  cd.cntlid = qid == 0 ? nvme::kDynamicCntlid : cntlid_;
+  cd.cntlid = cntlid;
   cd.subnqn = cfg_.subnqn;
   cd.hostnqn = cfg_.host.hostnqn;
   nvme::encode_connect_data(data, cd);
@@ -174,20 +178,26 @@ void HostController::fabric_connect(Channel &ch, uint16_t qid, uint16_t sqsize, 
     }
     throw std::runtime_error(fmt::format("{} qid {}: Connect refused: {}{}", label_, qid, nvme::status_string(r.status), hint));
   }
-  if (qid == 0) cntlid_ = static_cast<uint16_t>(r.dw0 & 0xffff);
-  // Authentication comes before any other command on the queue, and again
-  // after every reconnect (a new connection is a new queue).
-  const std::string where = qid == 0 ? fmt::format("{} admin queue", label_) : fmt::format("{} I/O queue {}", label_, qid);
-  const bool concat_admin = cfg_.tls.concat && qid == 0;
-  if (needs_authentication(r.dw0, cfg_.auth, where, qid, cfg_.tls.concat)) {
+  return r;
+}
+
+// The admin queue's Connect, then its authentication when the controller
+// asks for it (again after every reconnect: a new connection is a new
+// queue). With concatenation that authentication generates the PSK the
+// association's other queues use.
+void HostController::connect_admin(Channel &ch) {
+  const Completion r = send_connect(ch, 0, kAdminSlots - 1, 0, cfg_.kato_ms, nvme::kDynamicCntlid);
+  cntlid_ = static_cast<uint16_t>(r.dw0 & 0xffff);
+  const std::string where = fmt::format("{} admin queue", label_);
+  if (needs_authentication(r.dw0, cfg_.auth, where, 0, cfg_.tls.concat)) {
     // An admin queue on a generated PSK that must authenticate again asks
     // for a new PSK in place of it, as Linux does.
-    const auto sc = !concat_admin ? dhchap::SecureChannel::None
-                    : generated_  ? dhchap::SecureChannel::ReplaceTlsPsk
-                                  : dhchap::SecureChannel::NewTlsPsk;
+    const auto sc = !cfg_.tls.concat ? dhchap::SecureChannel::None
+                    : generated_     ? dhchap::SecureChannel::ReplaceTlsPsk
+                                     : dhchap::SecureChannel::NewTlsPsk;
     if (auto g = authenticate(ch, cfg_.auth, cfg_.host.hostnqn, cfg_.subnqn, where, cfg_.admin_timeout, sc))
       generated_ = std::move(g);
-  } else if (concat_admin && !generated_) {
+  } else if (cfg_.tls.concat && !generated_) {
     throw std::runtime_error(fmt::format("{}: concat=1, but the controller asks for no DH-HMAC-CHAP on the admin queue, so no "
                                          "TLS PSK can be generated (does the target have host {}'s key?)",
                                          where, cfg_.host.hostnqn));
@@ -243,16 +253,16 @@ void HostController::connect_association() {
   const auto t0 = Clock::now();
   enabled_ = false;
   generated_.reset();
-  admin_ = open_channel(0, kAdminSlots);
-  fabric_connect(*admin_, 0, kAdminSlots - 1, 0, cfg_.kato_ms);
+  admin_ = open_channel(0, kAdminSlots, generated_);
+  connect_admin(*admin_);
   if (cfg_.tls.concat) {
     // Secure channel concatenation: the first admin queue of the
     // association ran plaintext and generated the PSK; the admin queue
     // starts over on TLS with it (a new connection, a new controller), as
     // the Linux host restarts it.
     admin_.reset();
-    admin_ = open_channel(0, kAdminSlots);
-    fabric_connect(*admin_, 0, kAdminSlots - 1, 0, cfg_.kato_ms);
+    admin_ = open_channel(0, kAdminSlots, generated_);
+    connect_admin(*admin_);
     log().debug("{}: admin queue on TLS with the generated PSK '{}' ({:.1f} ms since the first Connect)", label_,
                 generated_->identity, ms_since(t0));
   }
@@ -364,24 +374,18 @@ uint16_t HostController::pick_qid(uint16_t preferred) const {
       fmt::format("{}: the controller grants {} I/O queue(s) and all are taken by jobs of this process", label_, limit));
 }
 
-void HostController::connect_io(IoAttachment &a) {
-  // A controller that can no longer take this job's queue refuses the path
-  // for this job only (the refusal tells the job why); a connection that
-  // fails is tried again.
-  auto refuse = [&a](std::string why) {
-    a.set_refusal(why);
-    throw std::runtime_error(why);
-  };
-  const uint32_t mqes = cap_.mqes();
-  if (a.slots > mqes)
-    refuse(
-        fmt::format("{}: queue_size {} exceeds the controller's maximum queue entries (CAP.MQES+1 = {})", label_, a.slots, mqes));
-  if (a.qid > granted_)
-    refuse(fmt::format("{}: controller grants {} I/O queue(s), the job needs queue id {}", label_, granted_, a.qid));
+// The connection of the attachment's I/O queue to the ticket's association:
+// Connect, authentication when the controller asks for it, the MPTCP
+// subflows when asked to wait for them; then handed over to the job.
+void HostController::connect_io(IoAttachment &a, const IoQueueTicket &t) const {
   const auto t0 = Clock::now();
-  auto ch = open_channel(a.qid, a.slots);
-  ch->queue().set_incapsule_limit(static_cast<uint32_t>(std::min<uint64_t>(id_.incapsule_data_limit(), 1u << 20)));
-  fabric_connect(*ch, a.qid, static_cast<uint16_t>(a.slots - 1), cfg_.disable_sqflow ? nvme::kConnectDisableSqFlow : 0, 0);
+  auto ch = open_channel(a.qid, a.slots, t.generated);
+  ch->queue().set_incapsule_limit(t.incapsule_limit);
+  const Completion r = send_connect(*ch, a.qid, static_cast<uint16_t>(a.slots - 1),
+                                    cfg_.disable_sqflow ? nvme::kConnectDisableSqFlow : 0, 0, t.cntlid);
+  const std::string where = fmt::format("{} I/O queue {}", label_, a.qid);
+  if (needs_authentication(r.dw0, cfg_.auth, where, a.qid, cfg_.tls.concat))
+    authenticate(*ch, cfg_.auth, cfg_.host.hostnqn, cfg_.subnqn, where, cfg_.admin_timeout, dhchap::SecureChannel::None);
   log().info("{} qid {}: I/O queue up in {:.1f} ms", label_, a.qid, ms_since(t0));
   if (cfg_.fabrics_disconnect) ch->queue().expect_close();
   if (cfg_.mptcp_join_wait.count() && cfg_.socket.transport == Transport::Mptcp) {
@@ -394,12 +398,13 @@ void HostController::connect_io(IoAttachment &a) {
     log().info("{} qid {}: {} MPTCP subflow(s) after {} ms (mptcp_join_wait={})", label_, a.qid, n,
                std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0).count(), cfg_.mptcp_join_wait.count());
   }
-  a.hand_over(std::move(ch), generation());
+  a.hand_over(std::move(ch), t.generation);
 }
 
 std::shared_ptr<IoAttachment> HostController::attach(uint16_t preferred, uint16_t slots, uint32_t nsid, const NsIds &expected,
                                                      int wake_fd) {
   std::shared_ptr<IoAttachment> a;
+  std::optional<IoQueueTicket> ticket;
   call([&] {
     {
       std::lock_guard lk(mu_);
@@ -408,32 +413,52 @@ std::shared_ptr<IoAttachment> HostController::attach(uint16_t preferred, uint16_
     }
     if (state() != CtrlState::Live) return; // the next reconnect connects it
     try {
-      prepare_io(*a);
+      ticket = prepare_io(*a);
     } catch (...) {
-      std::lock_guard lk(mu_);
-      std::erase(attachments_, a);
+      detach(a);
       throw;
     }
   });
+  if (!ticket) return a;
+  // The connection on the job's own thread: the jobs that share this
+  // controller connect their queues side by side, where on the admin
+  // thread they waited for each other's round trips.
+  try {
+    connect_io(*a, *ticket);
+  } catch (...) {
+    if (generation() != ticket->generation) return a; // that association is gone; its reconnect connects the queue
+    detach(a);
+    throw;
+  }
   return a;
 }
 
 // Identify the attachment's namespace on this association (it must still be
-// the job's namespace), read its ANA state, and connect its I/O queue.
-// Throws std::runtime_error; a changed namespace also leaves the refusal on
-// the attachment, so the job can say why the path stays unused.
-void HostController::prepare_io(IoAttachment &a) {
-  const NamespaceInfo info = identify_ns_now(a.nsid);
-  if (a.expected.any() && !(info.ns.ids == a.expected)) {
-    const std::string why = fmt::format("{}: nsid {} is now {} (the job's namespace is {}): path not used", label_, a.nsid,
-                                        info.ns.ids.describe(), a.expected.describe());
+// the job's namespace), read its ANA state, and check that the controller
+// can take its queue; returns what its connection needs. Throws
+// std::runtime_error; a refusal of the path for this job only (a changed
+// namespace, too few queues or entries) is also left on the attachment, so
+// the job can say why the path stays unused.
+IoQueueTicket HostController::prepare_io(IoAttachment &a) {
+  auto refuse = [&a](std::string why) {
     a.set_refusal(why);
     throw std::runtime_error(why);
-  }
+  };
+  const NamespaceInfo info = identify_ns_now(a.nsid);
+  if (a.expected.any() && !(info.ns.ids == a.expected))
+    refuse(fmt::format("{}: nsid {} is now {} (the job's namespace is {}): path not used", label_, a.nsid, info.ns.ids.describe(),
+                       a.expected.describe()));
+  const uint32_t mqes = cap_.mqes();
+  if (a.slots > mqes)
+    refuse(
+        fmt::format("{}: queue_size {} exceeds the controller's maximum queue entries (CAP.MQES+1 = {})", label_, a.slots, mqes));
+  if (a.qid > granted_)
+    refuse(fmt::format("{}: controller grants {} I/O queue(s), the job needs queue id {}", label_, granted_, a.qid));
   a.set_refusal("");
   a.anagrpid.store(info.ns.anagrpid);
   if (ana_enabled_) read_ana_log_now();
-  connect_io(a);
+  return IoQueueTicket{generation(), cntlid_, static_cast<uint32_t>(std::min<uint64_t>(id_.incapsule_data_limit(), 1u << 20)),
+                       generated_};
 }
 
 void HostController::detach(const std::shared_ptr<IoAttachment> &a) {

@@ -90,6 +90,9 @@ public:
   // The job takes a new connection, if one was handed over since.
   bool has_connection() const { return has_.load(std::memory_order_acquire); }
   std::unique_ptr<Channel> take(uint32_t &generation);
+  // A connection of an older association than one handed over before is
+  // closed, not handed over: a job's own connect that a reset overtook
+  // must not displace the reconnect's.
   void hand_over(std::unique_ptr<Channel> ch, uint32_t generation);
   void wake() const;
   // Why this path cannot serve the job's namespace (identity changed), or
@@ -104,6 +107,17 @@ private:
   uint32_t ready_generation_ = 0;
   std::atomic<bool> has_{false};
   std::string refusal_;
+};
+
+// What an I/O queue's connection needs from the association it joins,
+// taken on the admin thread (prepare_io), so that the connection itself can
+// be made on any thread: a job connects its own queue at attach, side by
+// side with the other jobs, while the admin thread goes on.
+struct IoQueueTicket {
+  uint32_t generation = 0; // the association the queue joins
+  uint16_t cntlid = 0;
+  uint32_t incapsule_limit = 0;
+  std::optional<tls::Offer> generated; // concat=1: the PSK of the association's admin queue
 };
 
 struct NamespaceInfo {
@@ -167,16 +181,19 @@ private:
   };
 
   // association set-up (controller.cpp)
-  std::unique_ptr<Channel> open_channel(uint16_t qid, uint16_t slots);
-  void fabric_connect(Channel &ch, uint16_t qid, uint16_t sqsize, uint8_t cattr, uint32_t kato);
+  // open_channel, send_connect and connect_io read only their arguments
+  // and the constant configuration: any thread may call them.
+  std::unique_ptr<Channel> open_channel(uint16_t qid, uint16_t slots, const std::optional<tls::Offer> &generated) const;
+  Completion send_connect(Channel &ch, uint16_t qid, uint16_t sqsize, uint8_t cattr, uint32_t kato, uint16_t cntlid) const;
+  void connect_admin(Channel &ch);
   Completion admin(const nvme::Sqe &sqe, uint8_t *data = nullptr, uint32_t len = 0, DataDir dir = DataDir::None);
   uint64_t property_get(uint32_t off, bool eight);
   void property_set(uint32_t off, uint64_t v);
   void wait_csts(uint32_t mask, uint32_t want, const char *what);
   void connect_association();
   NamespaceInfo identify_ns_now(uint32_t nsid);
-  void connect_io(IoAttachment &a);
-  void prepare_io(IoAttachment &a);
+  void connect_io(IoAttachment &a, const IoQueueTicket &t) const;
+  IoQueueTicket prepare_io(IoAttachment &a);
   void prepare_io_or_retry(const std::shared_ptr<IoAttachment> &a);
   void retry_io();
   bool handed_back() const;

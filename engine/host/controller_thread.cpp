@@ -284,7 +284,7 @@ void HostController::reconnect_step() {
 // every reconnect_delay.
 void HostController::prepare_io_or_retry(const std::shared_ptr<IoAttachment> &a) {
   try {
-    prepare_io(*a);
+    connect_io(*a, prepare_io(*a));
   } catch (const std::exception &e) {
     log().warn("{}: I/O queue {} not connected: {}; trying again in {} ms", label_, a->qid, e.what(),
                cfg_.recovery.reconnect_delay.count());

@@ -3,11 +3,15 @@
 // states a reset moves through (RESETTING until the jobs have handed back
 // the old generation's commands), reconnect timing and removal after
 // ctrl_loss_tmo, and the order of ANA log reads (a request is never lost,
-// an older read never clears a newer mark).
+// an older read never clears a newer mark), and the handover of a job's
+// connection (an overtaken connect never displaces the reconnect's).
 #include <atomic>
 #include <cstring>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
 
 #include "engine/host/ana_reads.hpp"
+#include "engine/host/controller.hpp"
 #include "engine/host/recovery.hpp"
 #include "tests/unit/cmocka_cxx.hpp"
 
@@ -138,6 +142,36 @@ static void reconnect_read_covers_earlier_requests(void **) {
   assert_false(a.start().has_value());
 }
 
+// A job connects its own queue at attach while the admin thread may reset
+// and reconnect: the job's connection, made for the association that is
+// gone, can arrive after the reconnect handed over the new one.
+static void overtaken_connect_never_displaces_the_reconnects(void **) {
+  Fd wake(eventfd(0, EFD_CLOEXEC));
+  assert_true(static_cast<bool>(wake));
+  IoAttachment a(1, 32, 1, NsIds{}, wake.get());
+  auto channel = [] {
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    ::close(sv[1]);
+    QueueParams p;
+    p.qid = 1;
+    return std::make_unique<Channel>(Fd(sv[0]), p);
+  };
+  a.hand_over(channel(), 2); // the reconnect's
+  a.hand_over(channel(), 1); // the job's, for generation 1
+  uint32_t gen = 0;
+  assert_true(a.has_connection());
+  assert_non_null(a.take(gen).get());
+  assert_int_equal(gen, 2);
+  // Taken or not, an older one never comes after a newer one; the next
+  // association's connection does.
+  a.hand_over(channel(), 1);
+  assert_false(a.has_connection());
+  a.hand_over(channel(), 3);
+  assert_non_null(a.take(gen).get());
+  assert_int_equal(gen, 3);
+}
+
 int main() {
   const CMUnitTest tests[] = {
       cmocka_unit_test(reset_is_visible_until_jobs_hand_back),
@@ -148,6 +182,7 @@ int main() {
       cmocka_unit_test(ana_request_during_a_read_gets_one_more_read),
       cmocka_unit_test(older_ana_read_never_clears_a_newer_mark),
       cmocka_unit_test(reconnect_read_covers_earlier_requests),
+      cmocka_unit_test(overtaken_connect_never_displaces_the_reconnects),
   };
   return cmocka_run_group_tests(tests, nullptr, nullptr);
 }
