@@ -341,7 +341,7 @@ NamespaceInfo HostController::identify_ns_now(uint32_t nsid) {
   Completion r = admin(nvme::make_identify(NVME_IDENTIFY_CNS_NS, nsid), buf.data(), nvme::kIdentifyLen, DataDir::FromController);
   if (r.status)
     throw std::runtime_error(fmt::format("{}: Identify Namespace nsid={}: {}", label_, nsid, nvme::status_string(r.status)));
-  NamespaceInfo info{id(), parse_id_namespace(buf.data()), cap_.mqes()};
+  NamespaceInfo info{id(), parse_id_namespace(buf.data()), cap_.mqes(), generation()};
   if (info.ns.nsze == 0)
     throw std::runtime_error(fmt::format("{}: nsid={} is not an active namespace of {} (the controller has {} namespace ids)",
                                          label_, nsid, cfg_.subnqn, info.ctrl.nn));
@@ -402,7 +402,7 @@ void HostController::connect_io(IoAttachment &a, const IoQueueTicket &t) const {
 }
 
 std::shared_ptr<IoAttachment> HostController::attach(uint16_t preferred, uint16_t slots, uint32_t nsid, const NsIds &expected,
-                                                     int wake_fd) {
+                                                     int wake_fd, const NamespaceInfo *identified) {
   std::shared_ptr<IoAttachment> a;
   std::optional<IoQueueTicket> ticket;
   call([&] {
@@ -413,7 +413,7 @@ std::shared_ptr<IoAttachment> HostController::attach(uint16_t preferred, uint16_
     }
     if (state() != CtrlState::Live) return; // the next reconnect connects it
     try {
-      ticket = prepare_io(*a);
+      ticket = prepare_io(*a, identified);
     } catch (...) {
       detach(a);
       throw;
@@ -439,12 +439,14 @@ std::shared_ptr<IoAttachment> HostController::attach(uint16_t preferred, uint16_
 // std::runtime_error; a refusal of the path for this job only (a changed
 // namespace, too few queues or entries) is also left on the attachment, so
 // the job can say why the path stays unused.
-IoQueueTicket HostController::prepare_io(IoAttachment &a) {
+IoQueueTicket HostController::prepare_io(IoAttachment &a, const NamespaceInfo *identified) {
   auto refuse = [&a](std::string why) {
     a.set_refusal(why);
     throw std::runtime_error(why);
   };
-  const NamespaceInfo info = identify_ns_now(a.nsid);
+  // Under load each admin command waits behind the paths' full queues:
+  // what this association already said is not asked again.
+  const NamespaceInfo info = identified && identified->generation == generation() ? *identified : identify_ns_now(a.nsid);
   if (a.expected.any() && !(info.ns.ids == a.expected))
     refuse(fmt::format("{}: nsid {} is now {} (the job's namespace is {}): path not used", label_, a.nsid, info.ns.ids.describe(),
                        a.expected.describe()));
@@ -456,7 +458,10 @@ IoQueueTicket HostController::prepare_io(IoAttachment &a) {
     refuse(fmt::format("{}: controller grants {} I/O queue(s), the job needs queue id {}", label_, granted_, a.qid));
   a.set_refusal("");
   a.anagrpid.store(info.ns.anagrpid);
-  if (ana_enabled_) read_ana_log_now();
+  if (ana_enabled_ && ana_last_ && ana_last_generation_ == generation())
+    a.ana.store(ana_last_->state_of(a.nsid, info.ns.anagrpid).value_or(AnaState::Optimized));
+  else if (ana_enabled_)
+    read_ana_log_now();
   return IoQueueTicket{generation(), cntlid_, static_cast<uint32_t>(std::min<uint64_t>(id_.incapsule_data_limit(), 1u << 20)),
                        generated_};
 }
@@ -473,6 +478,8 @@ NamespaceInfo HostController::identify_namespace(uint32_t nsid) {
 }
 
 void HostController::apply_ana(const AnaLog &log_page, uint64_t covered) {
+  ana_last_ = log_page;
+  ana_last_generation_ = generation();
   std::lock_guard lk(mu_);
   for (auto &a : attachments_) {
     // The group comes from Identify Namespace; a controller without ANA

@@ -123,7 +123,8 @@ struct IoQueueTicket {
 struct NamespaceInfo {
   IdController ctrl;
   IdNamespace ns;
-  uint32_t mqes = 0; // CAP.MQES + 1: entries an I/O queue may have
+  uint32_t mqes = 0;       // CAP.MQES + 1: entries an I/O queue may have
+  uint32_t generation = 0; // the association it was read on
 };
 
 class HostController {
@@ -145,7 +146,10 @@ public:
   NamespaceInfo identify_namespace(uint32_t nsid);
   // Register a job's I/O queue (qid `preferred` when free) and connect it
   // now if the controller is live; later reconnects hand over new ones.
-  std::shared_ptr<IoAttachment> attach(uint16_t preferred, uint16_t slots, uint32_t nsid, const NsIds &expected, int wake_fd);
+  // `identified`: the job's namespace as identify_namespace() just read it
+  // on this controller, not read again while the association is the same.
+  std::shared_ptr<IoAttachment> attach(uint16_t preferred, uint16_t slots, uint32_t nsid, const NsIds &expected, int wake_fd,
+                                       const NamespaceInfo *identified = nullptr);
   void detach(const std::shared_ptr<IoAttachment> &a);
 
   CtrlState state() const { return rec_.state(); }
@@ -193,7 +197,7 @@ private:
   void connect_association();
   NamespaceInfo identify_ns_now(uint32_t nsid);
   void connect_io(IoAttachment &a, const IoQueueTicket &t) const;
-  IoQueueTicket prepare_io(IoAttachment &a);
+  IoQueueTicket prepare_io(IoAttachment &a, const NamespaceInfo *identified = nullptr);
   void prepare_io_or_retry(const std::shared_ptr<IoAttachment> &a);
   void retry_io();
   bool handed_back() const;
@@ -238,6 +242,10 @@ private:
   bool enabled_ = false;
   bool ana_enabled_ = false;
   std::vector<uint8_t> ana_buf_;
+  // The association's last ANA log: a new I/O queue takes its state from
+  // it instead of reading the log again (a change notice reads it anew).
+  std::optional<AnaLog> ana_last_;
+  uint32_t ana_last_generation_ = 0;
   bool aer_outstanding_ = false, ka_outstanding_ = false;
   AnaReads ana_reads_;
   Clock::time_point ka_sent_{}, next_ka_{};

@@ -176,6 +176,7 @@ void Session::open() {
   // The first live path defines the namespace; every other live path must
   // reach the same one. Paths still connecting are checked when they come.
   std::optional<NamespaceInfo> ref;
+  std::vector<std::optional<NamespaceInfo>> identified(routes);
   size_t ref_path = 0;
   std::string down;
   for (size_t i = 0; i < routes; i++) {
@@ -184,7 +185,7 @@ void Session::open() {
       down += fmt::format("{}{}: {}", down.empty() ? "" : "; ", c.label(), c.reason());
       continue;
     }
-    const NamespaceInfo info = c.identify_namespace(o_.nsid);
+    const NamespaceInfo &info = identified[i].emplace(c.identify_namespace(o_.nsid));
     if (!ref) {
       check_geometry(info);
       ref = info;
@@ -209,7 +210,8 @@ void Session::open() {
     Path &p = paths_[e];
     const size_t i = p.route;
     const auto qid = static_cast<uint16_t>(first_qid + e / routes);
-    p.att = p.ctrl->attach(qid, static_cast<uint16_t>(slots), o_.nsid, ref->ns.ids, wake_fd_);
+    p.att = p.ctrl->attach(qid, static_cast<uint16_t>(slots), o_.nsid, ref->ns.ids, wake_fd_,
+                           identified[i] ? &*identified[i] : nullptr);
     p.label = fmt::format("{} qid {}", p.ctrl->label(), p.att->qid);
     p.stats.path = o_.paths[i].display();
     p.down_since = now;
