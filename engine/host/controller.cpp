@@ -253,6 +253,7 @@ void HostController::connect_association() {
   const auto t0 = Clock::now();
   enabled_ = false;
   generated_.reset();
+  ana_last_.reset();
   admin_ = open_channel(0, kAdminSlots, generated_);
   connect_admin(*admin_);
   if (cfg_.tls.concat) {
@@ -458,7 +459,7 @@ IoQueueTicket HostController::prepare_io(IoAttachment &a, const NamespaceInfo *i
     refuse(fmt::format("{}: controller grants {} I/O queue(s), the job needs queue id {}", label_, granted_, a.qid));
   a.set_refusal("");
   a.anagrpid.store(info.ns.anagrpid);
-  if (ana_enabled_ && ana_last_ && ana_last_generation_ == generation())
+  if (ana_last_)
     a.ana.store(ana_last_->state_of(a.nsid, info.ns.anagrpid).value_or(AnaState::Optimized));
   else if (ana_enabled_)
     read_ana_log_now();
@@ -479,7 +480,6 @@ NamespaceInfo HostController::identify_namespace(uint32_t nsid) {
 
 void HostController::apply_ana(const AnaLog &log_page, uint64_t covered) {
   ana_last_ = log_page;
-  ana_last_generation_ = generation();
   std::lock_guard lk(mu_);
   for (auto &a : attachments_) {
     // The group comes from Identify Namespace; a controller without ANA

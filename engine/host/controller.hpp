@@ -242,10 +242,10 @@ private:
   bool enabled_ = false;
   bool ana_enabled_ = false;
   std::vector<uint8_t> ana_buf_;
-  // The association's last ANA log: a new I/O queue takes its state from
-  // it instead of reading the log again (a change notice reads it anew).
+  // The association's last ANA log (none until it is read, emptied with
+  // every new association): a new I/O queue takes its state from it
+  // instead of reading the log again (a change notice reads it anew).
   std::optional<AnaLog> ana_last_;
-  uint32_t ana_last_generation_ = 0;
   bool aer_outstanding_ = false, ka_outstanding_ = false;
   AnaReads ana_reads_;
   Clock::time_point ka_sent_{}, next_ka_{};
